@@ -1,0 +1,321 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Jansson
+
+/// What a request handler receives besides the request.
+public struct RPCContext: Sendable {
+    /// The request's id (`nil` for a notification).
+    public let id: RequestID?
+    /// Sends a notification to the peer (for progress and streamed pages).
+    public let notify: @Sendable (_ method: String, _ params: RawJSON?) -> Void
+}
+
+/// The part of a request that runs concurrently with others; returns the `result`.
+public typealias RPCWork = @Sendable () async throws -> RawJSON
+
+/// Answers requests. The connection calls `admit` for each request in the
+/// order requests arrived, one at a time, and runs the returned work
+/// concurrently; order-sensitive steps (taking a place in a collection's
+/// line) belong in `admit`, everything slow in the work.
+public protocol RPCHandler: Sendable {
+    func admit(_ request: RPCRequest, context: RPCContext) async -> RPCWork
+}
+
+/// Options of a connection (the server's command-line flags).
+public struct ConnectionOptions: Sendable {
+    public var framing: FramingMode = .auto
+    public var maxMessageBytes = 64 << 20
+    /// Seconds to wait for requests in flight at end of input.
+    public var drainTimeout: Double = 10
+    /// Replies waiting to be written beyond which reading pauses.
+    public var maxPendingOutputBytes = 64 << 20
+
+    public init() {}
+}
+
+/// A JSON-RPC 2.0 connection over two file descriptors.
+///
+/// One thread reads and frames input; messages are dispatched in arrival
+/// order; requests run concurrently; one `OutputWriter` writes replies.
+/// Handles `$/cancelRequest`, `shutdown` and `exit` itself.
+public final class Connection: @unchecked Sendable {
+    /// Why the connection stopped, and the exit status that goes with it.
+    public enum Ending: Sendable, Equatable {
+        case endOfInput
+        case exitNotification(afterShutdown: Bool)
+        case stopped
+
+        public var exitCode: Int32 {
+            switch self {
+            case .endOfInput, .stopped: return 0
+            case .exitNotification(let afterShutdown): return afterShutdown ? 0 : 1
+            }
+        }
+    }
+
+    enum Event: Sendable {
+        case frame(FrameEvent)
+        case framing(Framing)
+        case endOfInput
+        case stop
+        case finished(Int)
+    }
+
+    private let input: Int32
+    public let writer: OutputWriter
+    private let options: ConnectionOptions
+    private let handler: any RPCHandler
+    private let events: AsyncStream<Event>
+    private let eventSink: AsyncStream<Event>.Continuation
+
+    // Touched only by the dispatch loop in `run()`.
+    private var inFlight: [Int: (id: RequestID?, task: Task<Void, Never>)] = [:]
+    private var nextToken = 0
+    private var shutdownRequested = false
+    private var drainWaiter: CheckedContinuation<Void, Never>?
+
+    /// A connection reading `input` and writing through `writer`.
+    public init(input: Int32, writer: OutputWriter, options: ConnectionOptions, handler: any RPCHandler) {
+        self.input = input
+        self.writer = writer
+        self.options = options
+        self.handler = handler
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self)
+    }
+
+    /// Asks the connection to stop reading and drain (SIGTERM, a dead parent).
+    public func stop() {
+        eventSink.yield(.stop)
+    }
+
+    /// Reads, dispatches and answers until end of input, `exit` or `stop()`,
+    /// then drains requests in flight (bounded by `drainTimeout`) and flushes.
+    public func run() async -> Ending {
+        startReader()
+        var ending = Ending.endOfInput
+        loop: for await event in events {
+            switch event {
+            case .framing(let framing):
+                writer.setFraming(framing)
+            case .frame(let frame):
+                if let end = await handle(frame) {
+                    ending = end
+                    break loop
+                }
+            case .finished(let token):
+                inFlight[token] = nil
+            case .endOfInput:
+                ending = .endOfInput
+                break loop
+            case .stop:
+                ending = .stopped
+                break loop
+            }
+        }
+        await drain()
+        writer.flush()
+        return ending
+    }
+
+    // MARK: Reading
+
+    private func startReader() {
+        let input = self.input
+        let sink = eventSink
+        let options = self.options
+        let writer = self.writer
+        startThread {
+            var framer = MessageFramer(mode: options.framing, maxMessageBytes: options.maxMessageBytes)
+            var announced = false
+            let size = 1 << 16
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+            defer { buffer.deallocate() }
+            while true {
+                // Back-pressure: stop reading while too many replies wait to be written.
+                writer.waitForRoom(limit: options.maxPendingOutputBytes)
+                let n = read(input, buffer.baseAddress!, size)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    break
+                }
+                if n == 0 { break }
+                let frames = framer.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                if !announced, let framing = framer.framing {
+                    announced = true
+                    sink.yield(.framing(framing))
+                }
+                for frame in frames { sink.yield(.frame(frame)) }
+            }
+            for frame in framer.finish() { sink.yield(.frame(frame)) }
+            sink.yield(.endOfInput)
+        }
+    }
+
+    // MARK: Dispatch
+
+    /// Handles one framed message; returns an ending when the connection must stop.
+    private func handle(_ frame: FrameEvent) async -> Ending? {
+        switch frame {
+        case .message(let body):
+            return await handle(IncomingMessage.parse(body))
+        case .tooLarge(let size):
+            writer.send(OutgoingMessage.error(id: nil, RPCError(
+                code: RPCError.invalidRequestCode,
+                message: "Invalid Request: message of \(size) bytes exceeds --max-message-bytes (\(options.maxMessageBytes))",
+                data: .object(["size": .integer(size), "limit": .integer(options.maxMessageBytes)]))))
+        case .malformedHeader(let reason):
+            writer.send(OutgoingMessage.error(id: nil, .invalidRequest("bad message header: \(reason)")))
+        case .truncated(let expected, let received):
+            let what = expected.map { "\(received) of \($0) bytes" } ?? "\(received) bytes of headers"
+            writer.send(OutgoingMessage.error(id: nil, RPCError(
+                code: RPCError.parseErrorCode, message: "Parse error: input ended inside a message (\(what))")))
+        }
+        return nil
+    }
+
+    private func handle(_ message: IncomingMessage) async -> Ending? {
+        switch message {
+        case .parseError(let error):
+            writer.send(OutgoingMessage.error(id: nil, .parseError(error)))
+        case .single(let entry):
+            switch entry {
+            case .invalid(let reason):
+                writer.send(OutgoingMessage.error(id: nil, .invalidRequest(reason)))
+            case .request(let request):
+                if let ending = control(request) { return ending }
+                guard let work = await admit(request) else { return nil }
+                spawn(id: request.id) { [writer] in
+                    if let reply = await Self.perform(work, id: request.id) { writer.send(reply) }
+                }
+            }
+        case .batch(let entries):
+            var works: [(RequestID?, RPCWork?)] = []
+            var ending: Ending?
+            for entry in entries {
+                switch entry {
+                case .invalid(let reason):
+                    let error = OutgoingMessage.error(id: nil, .invalidRequest(reason))
+                    works.append((.null, { @Sendable in throw BatchReply(message: error) }))
+                case .request(let request):
+                    if let end = control(request) { ending = end; continue }
+                    works.append((request.id, await admit(request)))
+                }
+            }
+            let members = works
+            spawn(id: nil) { [writer] in
+                let replies = await withTaskGroup(of: (Int, RawJSON?).self) { group in
+                    for (index, (id, work)) in members.enumerated() {
+                        guard let work else { continue }
+                        group.addTask { (index, await Self.perform(work, id: id)) }
+                    }
+                    var collected: [(Int, RawJSON)] = []
+                    for await (index, reply) in group { if let reply { collected.append((index, reply)) } }
+                    return collected.sorted { $0.0 < $1.0 }.map(\.1)
+                }
+                if !replies.isEmpty { writer.send(.array(replies)) }
+            }
+            return ending
+        }
+        return nil
+    }
+
+    /// Lifecycle and cancellation, handled by the connection itself.
+    private func control(_ request: RPCRequest) -> Ending? {
+        switch request.method {
+        case "$/cancelRequest":
+            if let idValue = request.params?["id"], let id = RequestID(idValue) {
+                for (_, entry) in inFlight where entry.id == id { entry.task.cancel() }
+            }
+        case "exit":
+            return .exitNotification(afterShutdown: shutdownRequested)
+        default:
+            break
+        }
+        return nil
+    }
+
+    /// Returns the work for a request, or `nil` when nothing more is to be done.
+    private func admit(_ request: RPCRequest) async -> RPCWork? {
+        switch request.method {
+        case "$/cancelRequest", "exit":
+            return nil
+        case "shutdown":
+            shutdownRequested = true
+            return request.isNotification ? nil : { @Sendable in .null }
+        default:
+            break
+        }
+        if shutdownRequested {
+            return request.isNotification ? nil : { @Sendable in throw RPCError.shuttingDown }
+        }
+        if request.isNotification && (request.method.hasPrefix("$/") || request.method == "initialized") {
+            return nil
+        }
+        let writer = self.writer
+        let context = RPCContext(id: request.id) { method, params in
+            writer.send(OutgoingMessage.notification(method: method, params: params))
+        }
+        return await handler.admit(request, context: context)
+    }
+
+    /// Runs one request's work; returns the reply, or `nil` for a notification.
+    private static func perform(_ work: RPCWork, id: RequestID?) async -> RawJSON? {
+        do {
+            let result = try await work()
+            return id.map { OutgoingMessage.result(id: $0, result) }
+        } catch let error as BatchReply {
+            return error.message
+        } catch let error as RPCError {
+            return id.map { OutgoingMessage.error(id: $0, error) }
+        } catch is CancellationError {
+            return id.map { OutgoingMessage.error(id: $0, .cancelled) }
+        } catch {
+            return id.map { OutgoingMessage.error(id: $0, .internalError("\(error)")) }
+        }
+    }
+
+    private func spawn(id: RequestID?, _ body: @escaping @Sendable () async -> Void) {
+        let token = nextToken
+        nextToken += 1
+        let sink = eventSink
+        let task = Task {
+            await body()
+            sink.yield(.finished(token))
+        }
+        inFlight[token] = (id, task)
+    }
+
+    /// Waits for requests in flight, up to `drainTimeout`; then cancels the rest.
+    private func drain() async {
+        let deadline = ContinuousClock.now + .milliseconds(Int(options.drainTimeout * 1000))
+        // Keep consuming `finished` events (and ignore new input) until all are done.
+        if inFlight.isEmpty { return }
+        let timer = Task { [eventSink] in
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            eventSink.yield(.stop)
+        }
+        defer { timer.cancel() }
+        for await event in events {
+            switch event {
+            case .finished(let token):
+                inFlight[token] = nil
+                if inFlight.isEmpty { return }
+            case .stop:
+                for (_, entry) in inFlight { entry.task.cancel() }
+                // Give cancelled requests their -32800 replies.
+                for (_, entry) in inFlight { await entry.task.value }
+                return
+            case .framing, .frame, .endOfInput:
+                continue
+            }
+        }
+    }
+}
+
+/// A ready-made reply for a batch member (an invalid entry).
+private struct BatchReply: Error {
+    let message: RawJSON
+}

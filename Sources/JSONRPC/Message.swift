@@ -1,0 +1,104 @@
+import Jansson
+
+/// A request id, kept as the exact JSON it arrived as (string, number or
+/// null) so replies echo it with its type.
+public struct RequestID: Hashable, Sendable, CustomStringConvertible {
+    /// The compact JSON of the id.
+    public let raw: RawJSON
+
+    public init(raw: RawJSON) { self.raw = raw }
+
+    public static let null = RequestID(raw: .null)
+
+    /// An id from a JSON value: only strings, numbers and null are ids.
+    public init?(_ json: JSON) {
+        switch json.kind {
+        case .string, .integer, .real, .null: self.raw = RawJSON(json)
+        default: return nil
+        }
+    }
+
+    public var description: String { raw.description }
+}
+
+/// A valid JSON-RPC request or notification.
+public struct RPCRequest: Sendable {
+    /// `nil` for a notification (no `id` member); `.null` for `"id": null`, which is a request.
+    public let id: RequestID?
+    public let method: String
+    /// `params` when present: an object or an array.
+    public let params: JSON?
+
+    public init(id: RequestID?, method: String, params: JSON?) {
+        self.id = id
+        self.method = method
+        self.params = params
+    }
+
+    public var isNotification: Bool { id == nil }
+}
+
+/// One incoming message, classified by the JSON-RPC 2.0 rules.
+public enum IncomingMessage: Sendable {
+    /// Not JSON at all.
+    case parseError(JSONParseError)
+    /// A single entry (request, notification or invalid object).
+    case single(Entry)
+    /// A non-empty batch of entries.
+    case batch([Entry])
+
+    /// One element of a message.
+    public enum Entry: Sendable {
+        case request(RPCRequest)
+        /// Not a valid request object; answered with -32600 and `id: null`.
+        case invalid(String)
+    }
+
+    /// Parses and classifies a message body.
+    public static func parse(_ body: [UInt8]) -> IncomingMessage {
+        let json: JSON
+        do {
+            json = try JSON.parse(body)
+        } catch {
+            return .parseError(error)
+        }
+        if json.kind == .array {
+            let elements = json.elements
+            if elements.isEmpty { return .single(.invalid("empty batch")) }
+            return .batch(elements.map(entry))
+        }
+        return .single(entry(json))
+    }
+
+    static func entry(_ json: JSON) -> Entry {
+        guard json.kind == .object else { return .invalid("a request must be an object") }
+        guard json["jsonrpc"]?.string == "2.0" else { return .invalid("\"jsonrpc\" must be \"2.0\"") }
+        guard let methodValue = json["method"] else { return .invalid("\"method\" is missing") }
+        guard let method = methodValue.string else { return .invalid("\"method\" must be a string") }
+        var id: RequestID?
+        if let idValue = json["id"] {
+            guard let valid = RequestID(idValue) else { return .invalid("\"id\" must be a string, a number or null") }
+            id = valid
+        }
+        let params = json["params"]
+        if let params, params.kind != .object && params.kind != .array {
+            return .invalid("\"params\" must be an object or an array")
+        }
+        return .request(RPCRequest(id: id, method: method, params: params))
+    }
+}
+
+/// Builders for outgoing messages.
+public enum OutgoingMessage {
+    public static func result(id: RequestID, _ result: RawJSON) -> RawJSON {
+        .object(["jsonrpc": .string("2.0"), "id": id.raw, "result": result])
+    }
+
+    public static func error(id: RequestID?, _ error: RPCError) -> RawJSON {
+        .object(["jsonrpc": .string("2.0"), "id": (id ?? .null).raw, "error": error.json])
+    }
+
+    public static func notification(method: String, params: RawJSON?) -> RawJSON {
+        .object(["jsonrpc": .string("2.0"), "method": .string(method), "params": params])
+    }
+}

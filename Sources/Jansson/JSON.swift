@@ -1,0 +1,275 @@
+import CJansson
+
+/// An owning reference to a jansson value (`json_t *`).
+///
+/// Each `JSON` holds exactly one reference and releases it in `deinit`.
+/// Initialisers say whether they take a reference over (`owning:`) or add one
+/// of their own (`retaining:`). Raw pointers never leave this module.
+///
+/// Values are built (mutated) by one owner and are read-only once shared;
+/// jansson's reference counts are atomic, so shared read-only values may be
+/// read from several threads.
+public final class JSON: @unchecked Sendable {
+    /// The kinds of JSON value.
+    public enum Kind: Sendable, Equatable {
+        case object, array, string, integer, real, bool, null
+    }
+
+    let raw: OpaquePointer
+
+    /// Takes over a reference the caller owns (a "new reference" in jansson's terms).
+    init(owning raw: OpaquePointer) {
+        self.raw = raw
+    }
+
+    /// Adds a reference of its own to a borrowed value (a "borrowed reference").
+    init(retaining raw: OpaquePointer) {
+        self.raw = OpaquePointer(np_json_incref(UnsafeMutablePointer(raw)))!
+    }
+
+    deinit {
+        np_json_decref(UnsafeMutablePointer(raw))
+    }
+
+    var pointer: UnsafeMutablePointer<json_t> { UnsafeMutablePointer(raw) }
+
+    // MARK: Parsing
+
+    /// Parses one JSON text from memory with `json_loadb`.
+    ///
+    /// Any JSON value is accepted at the top level; trailing non-whitespace
+    /// is an error.
+    public static func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> JSON {
+        var error = json_error_t()
+        let base = bytes.baseAddress?.assumingMemoryBound(to: CChar.self)
+        // json_loadb needs a non-null buffer even for zero bytes.
+        let value: UnsafeMutablePointer<json_t>? = withUnsafePointer(to: 0 as CChar) { empty in
+            json_loadb(base ?? empty, bytes.count, Int(JSON_DECODE_ANY | JSON_ALLOW_NUL), &error)
+        }
+        guard let value else { throw JSONParseError(error) }
+        return JSON(owning: OpaquePointer(value))
+    }
+
+    /// Parses one JSON text from an array of bytes.
+    public static func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSON {
+        do {
+            return try bytes.withUnsafeBytes { buffer in try JSON.parse(buffer) }
+        } catch let error as JSONParseError {
+            throw error
+        } catch {
+            preconditionFailure("unreachable: \(error)")
+        }
+    }
+
+    /// Parses one JSON text from a string.
+    public static func parse(_ text: String) throws(JSONParseError) -> JSON {
+        try parse(Array(text.utf8))
+    }
+
+    // MARK: Inspection
+
+    /// The kind of this value.
+    public var kind: Kind {
+        switch np_json_typeof(pointer) {
+        case Int32(JSON_OBJECT.rawValue): return .object
+        case Int32(JSON_ARRAY.rawValue): return .array
+        case Int32(JSON_STRING.rawValue): return .string
+        case Int32(JSON_INTEGER.rawValue): return .integer
+        case Int32(JSON_REAL.rawValue): return .real
+        case Int32(JSON_TRUE.rawValue), Int32(JSON_FALSE.rawValue): return .bool
+        default: return .null
+        }
+    }
+
+    public var isNull: Bool { kind == .null }
+
+    /// The string's contents, or `nil` when this is not a string.
+    public var string: String? {
+        guard kind == .string, let chars = json_string_value(pointer) else { return nil }
+        let length = json_string_length(pointer)
+        return chars.withMemoryRebound(to: UInt8.self, capacity: length) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+        }
+    }
+
+    /// The integer, or `nil` when this is not an integer.
+    public var integer: Int64? {
+        kind == .integer ? Int64(json_integer_value(pointer)) : nil
+    }
+
+    /// The number as a double (integers converted), or `nil` when not a number.
+    public var number: Double? {
+        switch kind {
+        case .integer, .real: return json_number_value(pointer)
+        default: return nil
+        }
+    }
+
+    /// The boolean, or `nil` when this is not `true` or `false`.
+    public var bool: Bool? {
+        kind == .bool ? np_json_typeof(pointer) == Int32(JSON_TRUE.rawValue) : nil
+    }
+
+    /// Number of members of an object or elements of an array; 0 otherwise.
+    public var count: Int {
+        switch kind {
+        case .object: return json_object_size(pointer)
+        case .array: return json_array_size(pointer)
+        default: return 0
+        }
+    }
+
+    /// The member named `key` of an object, or `nil`.
+    public subscript(key: String) -> JSON? {
+        guard kind == .object else { return nil }
+        let found: UnsafeMutablePointer<json_t>? = key.utf8CString.withUnsafeBufferPointer { buffer in
+            json_object_getn(pointer, buffer.baseAddress!, buffer.count - 1)
+        }
+        return found.map { JSON(retaining: OpaquePointer($0)) }
+    }
+
+    /// The element at `index` of an array, or `nil`.
+    public subscript(index: Int) -> JSON? {
+        guard kind == .array, index >= 0, index < json_array_size(pointer),
+              let found = json_array_get(pointer, index) else { return nil }
+        return JSON(retaining: OpaquePointer(found))
+    }
+
+    /// The elements of an array (empty for other kinds).
+    public var elements: [JSON] {
+        guard kind == .array else { return [] }
+        let size = json_array_size(pointer)
+        var result: [JSON] = []
+        result.reserveCapacity(size)
+        for index in 0..<size {
+            result.append(JSON(retaining: OpaquePointer(json_array_get(pointer, index)!)))
+        }
+        return result
+    }
+
+    /// The members of an object in jansson's (insertion) order.
+    public var members: [(key: String, value: JSON)] {
+        guard kind == .object else { return [] }
+        var result: [(key: String, value: JSON)] = []
+        var iterator = json_object_iter(pointer)
+        while let current = iterator {
+            let keyLength = json_object_iter_key_len(current)
+            let keyChars = json_object_iter_key(current)!
+            let key = keyChars.withMemoryRebound(to: UInt8.self, capacity: keyLength) {
+                String(decoding: UnsafeBufferPointer(start: $0, count: keyLength), as: UTF8.self)
+            }
+            let value = JSON(retaining: OpaquePointer(json_object_iter_value(current)!))
+            result.append((key, value))
+            iterator = json_object_iter_next(pointer, current)
+        }
+        return result
+    }
+
+    /// Looks up an RFC 6901 JSON Pointer (`""` is the whole value).
+    ///
+    /// Returns `nil` when the pointer is malformed or names nothing.
+    public func pointer(_ path: String) -> JSON? {
+        guard let tokens = JSONPointer.tokens(path) else { return nil }
+        var current = self
+        for token in tokens {
+            switch current.kind {
+            case .object:
+                guard let next = current[token] else { return nil }
+                current = next
+            case .array:
+                guard let index = JSONPointer.arrayIndex(token), let next = current[index] else { return nil }
+                current = next
+            default:
+                return nil
+            }
+        }
+        return current
+    }
+
+    // MARK: Output
+
+    /// The compact encoding of this value (no whitespace, no raw newlines).
+    public func dump() -> [UInt8] {
+        let flags = Int(JSON_COMPACT | JSON_ENCODE_ANY)
+        let size = json_dumpb(pointer, nil, 0, flags)
+        guard size > 0 else { return Array("null".utf8) }
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            initialized = buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: size) {
+                json_dumpb(pointer, $0, size, flags)
+            }
+        }
+    }
+
+    /// The compact encoding as a string.
+    public var compactString: String { String(decoding: dump(), as: UTF8.self) }
+
+    /// Structural equality (jansson's `json_equal`).
+    public func isEqual(to other: JSON) -> Bool {
+        json_equal(pointer, other.pointer) == 1
+    }
+}
+
+// MARK: Building
+
+extension JSON {
+    /// A new empty object.
+    public static func object() -> JSON { JSON(owning: OpaquePointer(json_object()!)) }
+
+    /// A new object with the given members, in order.
+    public static func object(_ members: KeyValuePairs<String, JSON>) -> JSON {
+        let object = JSON.object()
+        for (key, value) in members { object.set(key, value) }
+        return object
+    }
+
+    /// A new array with the given elements.
+    public static func array(_ elements: [JSON] = []) -> JSON {
+        let array = JSON(owning: OpaquePointer(json_array()!))
+        for element in elements { array.append(element) }
+        return array
+    }
+
+    public static func string(_ value: String) -> JSON {
+        var value = value
+        let raw = value.withUTF8 { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { chars in
+                withUnsafePointer(to: 0 as CChar) { empty in json_stringn_nocheck(chars.baseAddress ?? empty, chars.count) }
+            }
+        }
+        return JSON(owning: OpaquePointer(raw!))
+    }
+
+    public static func integer(_ value: Int64) -> JSON { JSON(owning: OpaquePointer(json_integer(json_int_t(value))!)) }
+    public static func integer(_ value: Int) -> JSON { integer(Int64(value)) }
+    public static func real(_ value: Double) -> JSON {
+        guard let raw = json_real(value) else { return null() }
+        return JSON(owning: OpaquePointer(raw))
+    }
+    public static func bool(_ value: Bool) -> JSON { JSON(owning: OpaquePointer((value ? json_true() : json_false())!)) }
+    public static func null() -> JSON { JSON(owning: OpaquePointer(json_null()!)) }
+
+    /// Sets an object member (the object keeps its own reference to `value`).
+    public func set(_ key: String, _ value: JSON) {
+        precondition(kind == .object, "set(_:_:) on a non-object")
+        _ = key.utf8CString.withUnsafeBufferPointer { buffer in
+            json_object_setn(pointer, buffer.baseAddress!, buffer.count - 1, value.pointer)
+        }
+    }
+
+    /// Removes an object member, if present.
+    public func remove(_ key: String) {
+        guard kind == .object else { return }
+        _ = json_object_del(pointer, key)
+    }
+
+    /// Appends to an array (the array keeps its own reference to `value`).
+    public func append(_ value: JSON) {
+        precondition(kind == .array, "append(_:) on a non-array")
+        _ = json_array_append(pointer, value.pointer)
+    }
+
+    /// A deep copy that shares nothing with this value.
+    public func deepCopy() -> JSON {
+        JSON(owning: OpaquePointer(json_deep_copy(pointer)!))
+    }
+}

@@ -1,0 +1,87 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads hand-written pages from a directory (the seeds' `LocalFileClient`).
+///
+/// The first page is `dir/first.json`; the page at cursor `c` is
+/// `dir/<c percent-encoded>.json`, where every byte outside `A-Z a-z 0-9 - _`
+/// is encoded, so no cursor can name a file outside `dir`.
+public struct FileClient: Client {
+    /// The directory holding the pages.
+    public let directory: String
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    /// The file name (without directory) of the page a request names.
+    public static func fileName<R: Request>(for request: R) -> String {
+        guard !request.isFirstPage, let cursor = request.cursor else { return "first.json" }
+        return encode(cursor: cursor.text) + ".json"
+    }
+
+    /// Percent-encodes a cursor byte by byte outside `A-Z a-z 0-9 - _`.
+    /// The result never contains `/` and never starts with `.`.
+    public static func encode(cursor: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(cursor.utf8.count)
+        for byte in cursor.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                out.append(byte)
+            default:
+                out.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public func fetch<R: Request>(_ request: R) async throws -> UpstreamResponse {
+        if Task.isCancelled { throw LoadError.cancelled }
+        let name = Self.fileName(for: request)
+        let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+        switch Self.readFile(path) {
+        case .success(let body):
+            if Task.isCancelled { throw LoadError.cancelled }
+            return UpstreamResponse(body: body)
+        case .failure(let error):
+            let reason = String(cString: strerror(error.code))
+            throw LoadError.upstream(UpstreamFailure(
+                retryable: false, message: "cannot read page file '\(name)' in '\(directory)': \(reason)"))
+        }
+    }
+
+    /// Reads a whole file with one `read` loop into memory.
+    static func readFile(_ path: String) -> Result<[UInt8], SystemError> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(SystemError(code: errno)) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return .failure(SystemError(code: errno)) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return .failure(SystemError(code: EISDIR)) }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var filled = 0
+        while true {
+            if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: max(4096, filled))) }
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return .failure(SystemError(code: errno))
+            }
+            if n == 0 { break }
+            filled += n
+        }
+        bytes.removeSubrange(filled...)
+        return .success(bytes)
+    }
+}
+
+/// An `errno` value.
+struct SystemError: Error {
+    let code: Int32
+}

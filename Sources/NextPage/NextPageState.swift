@@ -1,0 +1,30 @@
+/// The state of a paged collection (the seeds' `NextPageState`).
+public struct NextPageState: Sendable, Equatable {
+    /// Whether the source has more pages.
+    public var hasNext = true
+    /// Whether a fetch is in flight.
+    public var isLoading = false
+    /// The cursor the next `loadNext` sends; `nil` before the first page.
+    public var lastId: Cursor?
+    /// Items loaded since the last reset.
+    public var count = 0
+    /// Pages loaded since the last reset.
+    public var pages = 0
+    /// The last failure or stop reason, if any.
+    public var lastError: String?
+
+    public init() {}
+
+    /// Back to a fresh collection: no items, `hasNext` true, no cursor.
+    public mutating func reset() {
+        self = NextPageState()
+    }
+
+    /// Records a page that landed.
+    public mutating func update(hasNext: Bool, lastId: Cursor?, added: Int) {
+        self.hasNext = hasNext
+        self.lastId = lastId
+        self.count += added
+        self.pages += 1
+    }
+}

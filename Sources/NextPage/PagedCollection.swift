@@ -1,0 +1,71 @@
+import Jansson
+
+/// A named collection: a `NextPageLoadable` over any `Client`, walked by a
+/// paging strategy, keeping its newest items for `items`.
+public actor PagedCollection: NextPageLoadable {
+    public nonisolated let name: String
+    public nonisolated let client: any Client
+    public nonisolated let paging: Paging
+    public nonisolated let options: CollectionOptions
+    private let strategy: any PagingStrategy
+
+    public var nextPageState = NextPageState()
+    public var loadQueue = LoadQueue()
+    public let loopGuard: LoopGuard
+    /// The newest `maxItems` items, by absolute offset.
+    public private(set) var buffer: ItemBuffer
+    private var seenIds: Set<Cursor> = []
+
+    public init(name: String, client: any Client, paging: Paging, options: CollectionOptions = CollectionOptions()) {
+        self.name = name
+        self.client = client
+        self.paging = paging
+        self.options = options
+        self.strategy = paging.strategy.implementation
+        self.loopGuard = LoopGuard(onRepeatedCursor: options.onRepeatedCursor, maxEmptyPages: options.maxEmptyPages)
+        self.buffer = ItemBuffer(capacity: options.maxItems)
+    }
+
+    public func firstCursor() -> Cursor? { strategy.firstCursor(paging) }
+
+    public nonisolated func performLoad(after cursor: Cursor?, isFirstPage: Bool, loadedBefore: Int) async throws -> LoadedPage {
+        let request = PageRequest(cursor: cursor, isFirstPage: isFirstPage, paging: paging, options: options)
+        let page = try await client.send(request)
+        let advance = strategy.advance(after: page, request: request, loadedBefore: loadedBefore)
+        return LoadedPage(items: page.items, ids: page.ids, next: advance.next, hasNext: advance.hasNext)
+    }
+
+    public func didLoad(_ page: LoadedPage) -> [RawJSON] {
+        var items = page.items
+        if options.dedupe, page.ids.count == items.count {
+            items = []
+            for (item, id) in zip(page.items, page.ids) {
+                if let id, !seenIds.insert(id).inserted { continue }
+                items.append(item)
+            }
+        }
+        buffer.append(contentsOf: items)
+        return items
+    }
+
+    public func didReset() {
+        buffer.removeAll()
+        seenIds = []
+    }
+
+    /// A slice of the items loaded so far, by absolute offset.
+    public func items(offset: Int, limit: Int?) -> (offset: Int, items: [RawJSON], count: Int) {
+        let slice = buffer.slice(offset: offset, limit: limit)
+        return (slice.offset, Array(slice.items), nextPageState.count)
+    }
+
+    /// The state, as `status` reports it.
+    public var state: NextPageState { nextPageState }
+
+    /// Restores a saved position (from a state file) on a fresh collection.
+    public func restore(_ saved: NextPageState) {
+        reset()
+        nextPageState = saved
+        nextPageState.isLoading = false
+    }
+}

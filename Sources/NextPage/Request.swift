@@ -1,0 +1,41 @@
+/// A request for one page (the seeds' `Request`).
+///
+/// A request says which page it wants; a `Client` says how to fetch it, and
+/// `Response` says how to understand the answer.
+public protocol Request: Sendable {
+    /// What the answer decodes to.
+    associatedtype Response: JSONDecodable
+
+    /// The cursor of the page asked for; `nil` for the first page.
+    var cursor: Cursor? { get }
+    /// Whether this asks for the first page of the source.
+    var isFirstPage: Bool { get }
+    /// How the collection walks its source: where the cursor goes and where things are in a page.
+    var paging: Paging { get }
+    /// Page size to send, when the collection sets one.
+    var pageSize: Int? { get }
+    /// Query parameter for `pageSize`.
+    var pageSizeParam: String? { get }
+}
+
+/// The request a collection makes for each page.
+public struct PageRequest: Request {
+    public typealias Response = UpstreamPage
+
+    public var cursor: Cursor?
+    public var isFirstPage: Bool
+    public var paging: Paging
+    public var pageSize: Int?
+    public var pageSizeParam: String?
+    /// Whether items' ids must be read (for `dedupe`).
+    public var wantsIds: Bool
+
+    public init(cursor: Cursor?, isFirstPage: Bool, paging: Paging, options: CollectionOptions) {
+        self.cursor = cursor
+        self.isFirstPage = isFirstPage
+        self.paging = paging
+        self.pageSize = options.pageSize
+        self.pageSizeParam = options.pageSizeParam
+        self.wantsIds = options.dedupe
+    }
+}

@@ -1,0 +1,19 @@
+/// `cursor`: the next cursor is read from the page (`paging.next`); the end is
+/// a missing, null or empty cursor (or the `hasNext` pointer).
+public struct CursorStrategy: PagingStrategy {
+    public init() {}
+
+    public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: Int) -> Advance {
+        resolve(next: page.next, page: page, otherwise: true)
+    }
+}
+
+/// `nextUrl`: the page carries the full URL of the next page (`paging.next`),
+/// used as the cursor; the end is a missing, null or empty URL.
+public struct NextURLStrategy: PagingStrategy {
+    public init() {}
+
+    public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: Int) -> Advance {
+        resolve(next: page.next, page: page, otherwise: true)
+    }
+}

@@ -1,0 +1,16 @@
+/// `offset`: the cursor is the number of items before the page
+/// (`paging.param`), with `pageSize` sent as `paging.limitParam`. The end is an
+/// empty or short page, the `total` pointer, or the `hasNext` pointer.
+public struct OffsetStrategy: PagingStrategy {
+    public init() {}
+
+    public func firstCursor(_ paging: Paging) -> Cursor? { .integer(paging.start) }
+
+    public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: Int) -> Advance {
+        let current = request.cursor?.integerValue ?? request.paging.start
+        let next = current + Int64(page.items.count)
+        return resolve(
+            next: .integer(next), page: page,
+            otherwise: !page.items.isEmpty && !isShort(page, request) && !reachedTotal(page, seen: next))
+    }
+}

@@ -1,0 +1,15 @@
+/// `page`: page numbers from `paging.start` (default 1). The end is an empty
+/// or short page, the `total` pointer, or the `hasNext` pointer.
+public struct PageNumberStrategy: PagingStrategy {
+    public init() {}
+
+    public func firstCursor(_ paging: Paging) -> Cursor? { .integer(paging.start) }
+
+    public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: Int) -> Advance {
+        let current = request.cursor?.integerValue ?? request.paging.start
+        let seen = Int64(loadedBefore + page.items.count)
+        return resolve(
+            next: .integer(current + 1), page: page,
+            otherwise: !page.items.isEmpty && !isShort(page, request) && !reachedTotal(page, seen: seen))
+    }
+}

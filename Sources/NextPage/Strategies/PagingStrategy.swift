@@ -1,0 +1,59 @@
+/// What comes after a page: the cursor of the next page and whether there is one.
+public struct Advance: Sendable, Equatable {
+    public var next: Cursor?
+    public var hasNext: Bool
+
+    public init(next: Cursor?, hasNext: Bool) {
+        self.next = next
+        self.hasNext = hasNext
+    }
+}
+
+/// A way of walking a paginated source (SPEC §5, `paging.strategy`).
+public protocol PagingStrategy: Sendable {
+    /// The cursor sent with the first page.
+    ///
+    /// The default implementation returns `nil` (no cursor on the first request).
+    func firstCursor(_ paging: Paging) -> Cursor?
+
+    /// Decides the next cursor and whether the source has more, from the page
+    /// just fetched with `request`; `loadedBefore` counts the items loaded before it.
+    func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: Int) -> Advance
+}
+
+extension PagingStrategy {
+    public func firstCursor(_ paging: Paging) -> Cursor? { nil }
+
+    /// The end test shared by every strategy: a `hasNext` pointer, when given,
+    /// decides; without a cursor to continue from there is nothing more.
+    func resolve(next: Cursor?, page: UpstreamPage, otherwise hasMore: @autoclosure () -> Bool) -> Advance {
+        guard let next else { return Advance(next: nil, hasNext: false) }
+        return Advance(next: next, hasNext: page.hasNextFlag ?? hasMore())
+    }
+
+    /// Whether a page is shorter than the page size asked for.
+    func isShort(_ page: UpstreamPage, _ request: PageRequest) -> Bool {
+        guard let size = request.pageSize else { return false }
+        return page.items.count < size
+    }
+
+    /// Whether the `total` pointer says every item has been seen.
+    func reachedTotal(_ page: UpstreamPage, seen: Int64) -> Bool {
+        guard let total = page.total else { return false }
+        return seen >= total
+    }
+}
+
+extension Paging.Strategy {
+    /// The strategy that implements this name.
+    public var implementation: any PagingStrategy {
+        switch self {
+        case .cursor: return CursorStrategy()
+        case .lastId: return LastIdStrategy()
+        case .page: return PageNumberStrategy()
+        case .offset: return OffsetStrategy()
+        case .link: return LinkStrategy()
+        case .nextUrl: return NextURLStrategy()
+        }
+    }
+}

@@ -1,0 +1,177 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Jansson
+import NextPage
+
+/// The one validator for collection definitions, shared by the config file
+/// and `define`. Errors name the field as a dotted path
+/// (`collections.friends.paging.strategy`) and say what was expected.
+public struct DefinitionValidator: Sendable {
+    /// Folder that relative `source.dir` paths are resolved against (`nil`: the working directory).
+    public var baseDirectory: String?
+
+    public init(baseDirectory: String? = nil) {
+        self.baseDirectory = baseDirectory
+    }
+
+    /// Source types this build can serve.
+    public static let sourceTypes = ["file"]
+    static let collectionKeys: Set<String> = [
+        "source", "paging", "pageSize", "pageSizeParam", "maxItems", "prefetch", "dedupe",
+        "onRepeatedCursor", "maxEmptyPages",
+    ]
+    static let pagingKeys: Set<String> = [
+        "strategy", "param", "limitParam", "start", "bodyPointer", "header", "items", "next", "id", "hasNext", "total",
+    ]
+
+    /// Validates a whole config file: `{"collections": {NAME: definition, ...}}`.
+    public func validateConfig(_ json: JSON) throws(DefinitionError) -> [(name: String, definition: CollectionDefinition)] {
+        guard json.kind == .object else { throw DefinitionError(field: "(top level)", expected: "an object") }
+        for (key, _) in json.members where key != "collections" && key != "$schema" {
+            throw DefinitionError(field: key, expected: "no such field (known: collections)")
+        }
+        guard let collections = json["collections"] else {
+            throw DefinitionError(field: "collections", expected: "an object of collection definitions")
+        }
+        guard collections.kind == .object else {
+            throw DefinitionError(field: "collections", expected: "an object of collection definitions")
+        }
+        var result: [(name: String, definition: CollectionDefinition)] = []
+        for (name, value) in collections.members {
+            let prefix = "collections.\(name)"
+            guard !name.isEmpty else { throw DefinitionError(field: prefix, expected: "a non-empty collection name") }
+            result.append((name, try validate(value, at: prefix)))
+        }
+        return result
+    }
+
+    /// Validates one definition (the object of SPEC §5). `path` prefixes field names
+    /// (empty for `define`, `collections.NAME` for a config file); `ignoring` lists keys
+    /// that belong to the caller (`name` in `define`).
+    public func validate(_ json: JSON, at path: String = "", ignoring: Set<String> = []) throws(DefinitionError) -> CollectionDefinition {
+        func field(_ name: String) -> String { path.isEmpty ? name : "\(path).\(name)" }
+        guard json.kind == .object else { throw DefinitionError(field: path.isEmpty ? "(definition)" : path, expected: "an object") }
+        for (key, _) in json.members where !Self.collectionKeys.contains(key) && !ignoring.contains(key) {
+            throw DefinitionError(field: field(key), expected: "no such field (known: \(Self.collectionKeys.sorted().joined(separator: ", ")))")
+        }
+        let reader = FieldReader(object: json, path: path)
+
+        // source
+        guard let sourceJSON = json["source"], sourceJSON.kind == .object else {
+            throw DefinitionError(field: field("source"), expected: "an object with \"type\"")
+        }
+        let source = try validateSource(sourceJSON, at: field("source"))
+
+        // paging
+        guard let pagingJSON = json["paging"], pagingJSON.kind == .object else {
+            throw DefinitionError(field: field("paging"), expected: "an object with \"strategy\"")
+        }
+        let pagingPath = field("paging")
+        for (key, _) in pagingJSON.members where !Self.pagingKeys.contains(key) {
+            throw DefinitionError(field: "\(pagingPath).\(key)", expected: "no such field (known: \(Self.pagingKeys.sorted().joined(separator: ", ")))")
+        }
+        let pagingReader = FieldReader(object: pagingJSON, path: pagingPath)
+        let strategyNames = Paging.Strategy.allCases.map(\.rawValue)
+        guard let strategyName = try pagingReader.string("strategy", required: true),
+              let strategy = Paging.Strategy(rawValue: strategyName) else {
+            throw DefinitionError(field: "\(pagingPath).strategy", expected: "one of \(strategyNames.joined(separator: ", "))")
+        }
+        if strategy == .link, case .file = source {
+            throw DefinitionError(field: "\(pagingPath).strategy", expected: "a strategy the file source can serve (link reads HTTP headers)")
+        }
+        let dedupe = try reader.bool("dedupe") ?? false
+        var paging = Paging(
+            strategy: strategy,
+            param: try pagingReader.string("param", nonEmpty: true),
+            limitParam: try pagingReader.string("limitParam", nonEmpty: true),
+            start: try pagingReader.integer("start", min: 0).map(Int64.init),
+            bodyPointer: try pagingReader.pointer("bodyPointer"),
+            header: try pagingReader.string("header", nonEmpty: true),
+            items: try pagingReader.pointer("items") ?? "/items",
+            next: try pagingReader.pointer("next"),
+            id: try pagingReader.pointer("id"),
+            hasNext: try pagingReader.pointer("hasNext"),
+            total: try pagingReader.pointer("total"))
+        if dedupe && paging.id == nil { paging.id = "/id" }
+
+        var options = CollectionOptions()
+        options.pageSize = try reader.integer("pageSize", min: 1)
+        options.pageSizeParam = try reader.string("pageSizeParam", nonEmpty: true)
+        options.maxItems = try reader.integer("maxItems", min: 0) ?? options.maxItems
+        options.prefetch = try reader.integer("prefetch", min: 0, max: 2) ?? 0
+        options.dedupe = dedupe
+        if let policy = try reader.string("onRepeatedCursor") {
+            guard let value = CollectionOptions.RepeatedCursorPolicy(rawValue: policy) else {
+                throw DefinitionError(field: field("onRepeatedCursor"), expected: "one of stop, error")
+            }
+            options.onRepeatedCursor = value
+        }
+        options.maxEmptyPages = try reader.integer("maxEmptyPages", min: 0) ?? options.maxEmptyPages
+        return CollectionDefinition(source: source, paging: paging, options: options)
+    }
+
+    private func validateSource(_ json: JSON, at path: String) throws(DefinitionError) -> CollectionDefinition.Source {
+        let reader = FieldReader(object: json, path: path)
+        let types = Self.sourceTypes.joined(separator: ", ")
+        guard let type = try reader.string("type", required: true, expected: "one of \(types)"),
+              Self.sourceTypes.contains(type) else {
+            throw DefinitionError(field: "\(path).type", expected: "one of \(types)")
+        }
+        for (key, _) in json.members where key != "type" && key != "dir" {
+            throw DefinitionError(field: "\(path).\(key)", expected: "no such field for a file source (known: type, dir)")
+        }
+        guard let dir = try reader.string("dir", required: true, nonEmpty: true, expected: "a directory path") else {
+            throw DefinitionError(field: "\(path).dir", expected: "a directory path")
+        }
+        let resolved = dir.hasPrefix("/") || baseDirectory == nil ? dir : "\(baseDirectory!)/\(dir)"
+        var info = stat()
+        guard stat(resolved, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw DefinitionError(field: "\(path).dir", expected: "an existing directory ('\(resolved)' is not one)")
+        }
+        return .file(directory: resolved)
+    }
+}
+
+/// Reads typed optional fields of one object, naming the field in errors.
+struct FieldReader {
+    let object: JSON
+    let path: String
+
+    func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    func string(_ key: String, required: Bool = false, nonEmpty: Bool = false, expected: String? = nil) throws(DefinitionError) -> String? {
+        let what = expected ?? (nonEmpty ? "a non-empty string" : "a string")
+        guard let value = object[key] else {
+            if required { throw DefinitionError(field: name(key), expected: what) }
+            return nil
+        }
+        guard let text = value.string, !(nonEmpty && text.isEmpty) else { throw DefinitionError(field: name(key), expected: what) }
+        return text
+    }
+
+    func integer(_ key: String, min: Int, max: Int? = nil) throws(DefinitionError) -> Int? {
+        guard let value = object[key] else { return nil }
+        let what = max.map { "an integer from \(min) to \($0)" } ?? "an integer ≥ \(min)"
+        guard let number = value.integer, number >= min, max.map({ number <= $0 }) ?? true, let result = Int(exactly: number) else {
+            throw DefinitionError(field: name(key), expected: what)
+        }
+        return result
+    }
+
+    func bool(_ key: String) throws(DefinitionError) -> Bool? {
+        guard let value = object[key] else { return nil }
+        guard let flag = value.bool else { throw DefinitionError(field: name(key), expected: "true or false") }
+        return flag
+    }
+
+    func pointer(_ key: String) throws(DefinitionError) -> String? {
+        guard let value = object[key] else { return nil }
+        guard let text = value.string, JSONPointer.isValid(text) else {
+            throw DefinitionError(field: name(key), expected: "a JSON Pointer (\"\" or starting with \"/\")")
+        }
+        return text
+    }
+}

@@ -1,0 +1,204 @@
+import Jansson
+import JSONRPC
+import Logging
+import NextPage
+
+/// The named collections of one server and the RPC methods of SPEC §3.
+///
+/// Each method's order-sensitive part (taking a place in a collection's
+/// line, resetting, defining) runs in `admit`, in arrival order; the rest
+/// runs concurrently.
+public final class NextPageService: RPCHandler {
+    public static let version = "0.1.0"
+
+    let registry: Registry
+    let validator: DefinitionValidator
+    let logger: Logger
+
+    public init(collections: [(name: String, definition: CollectionDefinition)], validator: DefinitionValidator, logger: Logger) {
+        self.registry = Registry(collections.map { ($0.name, $0.definition.makeCollection(name: $0.name)) })
+        self.validator = validator
+        self.logger = logger
+    }
+
+    /// Every method this server answers (besides `$/cancelRequest`, `shutdown`, `exit`).
+    public static let methods = [
+        "load", "loadNext", "reset", "status", "collections", "items", "define", "loadAll", "rpc.discover", "initialize",
+    ]
+
+    public func admit(_ request: RPCRequest, context: RPCContext) async -> RPCWork {
+        do {
+            return try await admitOrThrow(request, context: context)
+        } catch {
+            return { @Sendable in throw error }
+        }
+    }
+
+    private func admitOrThrow(_ request: RPCRequest, context: RPCContext) async throws(RPCError) -> RPCWork {
+        switch request.method {
+        case "initialize":
+            let result = RawJSON.object([
+                "serverInfo": .object(["name": .string("nextpage"), "version": .string(Self.version)]),
+                "capabilities": .object(["methods": .array(Self.methods.map(RawJSON.string))]),
+            ])
+            return { @Sendable in result }
+        case "rpc.discover":
+            let document = RawJSON(trusted: Array(EmbeddedSchemas.openrpc.utf8))
+            return { @Sendable in document }
+        case "collections":
+            let all = await registry.all()
+            var states: [RawJSON] = []
+            for (name, collection) in all { states.append(Wire.state(name, await collection.state)) }
+            return { @Sendable [states] in .array(states) }
+        case "define":
+            return try await define(Params(request))
+        case "load", "loadNext", "reset", "status", "items", "loadAll":
+            let params = try Params(request)
+            let name = try params.requiredString("collection")
+            guard let collection = await registry[name] else {
+                throw Wire.unknownCollection(name, known: await registry.names())
+            }
+            return try await admitCollectionMethod(request.method, collection, params, context)
+        default:
+            throw RPCError.methodNotFound(request.method)
+        }
+    }
+
+    private func admitCollectionMethod(_ method: String, _ collection: PagedCollection, _ params: Params, _ context: RPCContext) async throws(RPCError) -> RPCWork {
+        let name = collection.name
+        switch method {
+        case "loadNext":
+            let ifLoading: IfLoading
+            if let value = try params.string("ifLoading") {
+                guard let parsed = IfLoading(rawValue: value) else {
+                    throw .invalidParams(field: "ifLoading", expected: "\"queue\" or \"skip\"")
+                }
+                ifLoading = parsed
+            } else {
+                ifLoading = .queue
+            }
+            let ticket = await collection.enqueueLoadNext(ifLoading: ifLoading)
+            return { @Sendable in try await Self.page(collection, ticket) }
+        case "load":
+            let lastId = try params.cursor("lastId")
+            let ticket = await collection.enqueueLoad(lastId: lastId)
+            return { @Sendable in try await Self.page(collection, ticket) }
+        case "reset":
+            await collection.reset()
+            let state = Wire.state(name, await collection.state)
+            return { @Sendable in state }
+        case "status":
+            let state = Wire.state(name, await collection.state)
+            return { @Sendable in state }
+        case "items":
+            let offset = try params.integer("offset") ?? 0
+            let limit = try params.integer("limit")
+            let slice = await collection.items(offset: offset, limit: limit)
+            let result = RawJSON.object([
+                "collection": .string(name),
+                "items": .array(slice.items), "count": .integer(slice.count), "offset": .integer(slice.offset),
+            ])
+            return { @Sendable in result }
+        case "loadAll":
+            let maxItems = try params.integer("maxItems", min: 1)
+            let maxPages = try params.integer("maxPages", min: 1)
+            let token = params.raw("progressToken").map(RawJSON.init)
+            let first = await collection.enqueueLoadNext(ifLoading: .queue)
+            return { @Sendable in
+                try await Self.loadAll(collection, first: first, maxItems: maxItems, maxPages: maxPages, progressToken: token, context: context)
+            }
+        default:
+            throw RPCError.methodNotFound(method)
+        }
+    }
+
+    private static func page(_ collection: PagedCollection, _ ticket: LoadTicket) async throws -> RawJSON {
+        do {
+            return Wire.page(collection.name, try await collection.loadNext(ticket))
+        } catch let error as LoadError {
+            throw Wire.error(error, collection: collection.name)
+        }
+    }
+
+    private static func loadAll(
+        _ collection: PagedCollection, first: LoadTicket, maxItems: Int?, maxPages: Int?, progressToken: RawJSON?, context: RPCContext
+    ) async throws -> RawJSON {
+        var pages = 0
+        var count = 0
+        var ticket = first
+        var state = await collection.state
+        func progress(_ kind: String) {
+            guard let progressToken else { return }
+            context.notify("$/progress", .object([
+                "token": progressToken,
+                "value": .object(["kind": .string(kind), "pages": .integer(pages), "count": .integer(count)]),
+            ]))
+        }
+        progress("begin")
+        while true {
+            let result: PageResult
+            do {
+                result = try await collection.loadNext(ticket)
+            } catch let error as LoadError {
+                throw Wire.error(error, collection: collection.name)
+            }
+            state = result.state
+            if result.landed {
+                pages += 1
+                count += result.items.count
+                context.notify("page", Wire.page(collection.name, result))
+                progress("report")
+            }
+            if !result.landed || !state.hasNext { break }
+            if let maxPages, pages >= maxPages { break }
+            if let maxItems, count >= maxItems { break }
+            ticket = await collection.enqueueLoadNext(ifLoading: .queue)
+        }
+        progress("end")
+        return .object([
+            "collection": .string(collection.name),
+            "pages": .integer(pages), "count": .integer(count),
+            "hasNext": .bool(state.hasNext), "lastId": state.lastId?.json ?? .null,
+        ])
+    }
+
+    private func define(_ params: Params) async throws(RPCError) -> RPCWork {
+        let name = try params.requiredString("name")
+        guard !name.isEmpty else { throw .invalidParams(field: "name", expected: "a non-empty string") }
+        guard let object = params.object else { throw .invalidParams(field: "params", expected: "a collection definition") }
+        let definition: CollectionDefinition
+        do {
+            definition = try validator.validate(object, ignoring: ["name"])
+        } catch {
+            throw Wire.invalidDefinition(error)
+        }
+        let collection = definition.makeCollection(name: name)
+        if let replaced = await registry.set(name, collection) {
+            await replaced.reset()
+        }
+        logger.info("defined collection", metadata: ["collection": "\(name)"])
+        let state = Wire.state(name, await collection.state)
+        return { @Sendable in state }
+    }
+}
+
+/// The collections by name.
+actor Registry {
+    private var collections: [String: PagedCollection]
+
+    init(_ collections: [(String, PagedCollection)]) {
+        self.collections = Dictionary(collections, uniquingKeysWith: { _, last in last })
+    }
+
+    subscript(name: String) -> PagedCollection? { collections[name] }
+
+    func names() -> [String] { collections.keys.sorted() }
+
+    func all() -> [(String, PagedCollection)] { collections.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
+
+    /// Defines or replaces; returns the collection replaced.
+    func set(_ name: String, _ collection: PagedCollection) -> PagedCollection? {
+        defer { collections[name] = collection }
+        return collections[name]
+    }
+}

@@ -1,0 +1,140 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
+import Jansson
+import JSONRPC
+import Logging
+
+/// Settings of a server process (the `serve` flags of SPEC §7).
+public struct ServerSettings: Sendable {
+    /// Config file; `nil` means `./nextpage.json` when it exists, else the demo.
+    public var configPath: String?
+    public var connection = ConnectionOptions()
+    /// A process whose end ends the server (besides the parent).
+    public var parentPid: Int32?
+
+    public init() {}
+}
+
+/// A config that cannot be used: unreadable, not JSON, or invalid.
+public struct ConfigError: Error, CustomStringConvertible {
+    public let path: String
+    public let reason: String
+    public var description: String { "\(path): \(reason)" }
+}
+
+/// Loads config files and runs the server on stdin/stdout.
+public enum ServerLauncher {
+    public static let defaultConfigPath = "nextpage.json"
+
+    /// The collections to serve: those of the config file, or the built-in
+    /// demo when no path is given and `./nextpage.json` does not exist.
+    public static func collections(configPath: String?) throws -> (collections: [(name: String, definition: CollectionDefinition)], validator: DefinitionValidator, source: String) {
+        let path = configPath ?? defaultConfigPath
+        if configPath == nil && access(path, F_OK) != 0 {
+            return ([(Demo.name, Demo.definition)], DefinitionValidator(), "built-in demo")
+        }
+        let validator = DefinitionValidator(baseDirectory: directoryName(of: path))
+        return (try loadConfig(path, validator: validator), validator, path)
+    }
+
+    /// Reads, parses and validates one config file.
+    public static func loadConfig(_ path: String, validator: DefinitionValidator) throws -> [(name: String, definition: CollectionDefinition)] {
+        let bytes: [UInt8]
+        do {
+            bytes = try readFile(path)
+        } catch {
+            throw ConfigError(path: path, reason: "cannot read: \(String(cString: strerror(error.code)))")
+        }
+        let json: JSON
+        do {
+            json = try JSON.parse(bytes)
+        } catch {
+            throw ConfigError(path: path, reason: "line \(error.line), column \(error.column): \(error.text)")
+        }
+        do {
+            return try validator.validateConfig(json)
+        } catch {
+            throw ConfigError(path: path, reason: error.description)
+        }
+    }
+
+    /// Serves JSON-RPC on stdin/stdout until end of input, `exit`, a signal
+    /// or the parent's death; returns the process exit status.
+    public static func serve(settings: ServerSettings, logger: Logger) async throws -> Int32 {
+        let loaded = try collections(configPath: settings.configPath)
+        logger.info("serving", metadata: ["config": "\(loaded.source)", "collections": "\(loaded.collections.map(\.name).joined(separator: ","))"])
+        signal(SIGPIPE, SIG_IGN)
+        // Protocol output goes to a private duplicate of fd 1; fd 1 itself now
+        // points at stderr so a stray print cannot corrupt the stream.
+        let protocolFD = dup(1)
+        guard protocolFD >= 0 else { throw ConfigError(path: "stdout", reason: "cannot duplicate fd 1") }
+        _ = fcntl(protocolFD, F_SETFD, FD_CLOEXEC)
+        dup2(2, 1)
+
+        let writer = OutputWriter(fd: protocolFD) {
+            // The reader of stdout is gone: nobody can receive anything more.
+            _exit(141)
+        }
+        let service = NextPageService(collections: loaded.collections, validator: loaded.validator, logger: logger)
+        let connection = Connection(input: 0, writer: writer, options: settings.connection, handler: service)
+
+        var sources: [any DispatchSourceProtocol] = []
+        for signalNumber in [SIGTERM, SIGINT] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler {
+                logger.info("signal received, draining", metadata: ["signal": "\(signalNumber)"])
+                connection.stop()
+            }
+            source.resume()
+            sources.append(source)
+        }
+        let parent = getppid()
+        let watchedPid = settings.parentPid
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(deadline: .now() + .milliseconds(500), repeating: .milliseconds(500))
+        timer.setEventHandler {
+            let parentGone = getppid() != parent
+            let watchedGone = watchedPid.map { kill($0, 0) != 0 && errno == ESRCH } ?? false
+            if parentGone || watchedGone {
+                logger.info("parent process gone, exiting")
+                connection.stop()
+            }
+        }
+        timer.resume()
+        sources.append(timer)
+
+        let ending = await connection.run()
+        for source in sources { source.cancel() }
+        logger.debug("stopped", metadata: ["reason": "\(ending)"])
+        return ending.exitCode
+    }
+
+    /// The folder part of a path (`.` when there is none).
+    public static func directoryName(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    struct ReadError: Error { let code: Int32 }
+
+    static func readFile(_ path: String) throws(ReadError) -> [UInt8] {
+        guard let file = fopen(path, "rb") else { throw ReadError(code: errno) }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = fread(&chunk, 1, chunk.count, file)
+            if n > 0 { bytes.append(contentsOf: chunk[0..<n]) }
+            if n < chunk.count {
+                if ferror(file) != 0 { throw ReadError(code: errno) }
+                break
+            }
+        }
+        return bytes
+    }
+}

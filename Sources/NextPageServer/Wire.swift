@@ -1,0 +1,108 @@
+import Jansson
+import JSONRPC
+import NextPage
+
+/// The wire shapes of SPEC §3 (Page, State) and the one conversion from
+/// internal errors to JSON-RPC errors (SPEC §6).
+enum Wire {
+    static func state(_ collection: String, _ state: NextPageState) -> RawJSON {
+        .object([
+            "collection": .string(collection),
+            "hasNext": .bool(state.hasNext),
+            "isLoading": .bool(state.isLoading),
+            "lastId": state.lastId?.json ?? .null,
+            "count": .integer(state.count),
+            "pages": .integer(state.pages),
+            "lastError": state.lastError.map(RawJSON.string) ?? .null,
+        ])
+    }
+
+    static func page(_ collection: String, _ result: PageResult) -> RawJSON {
+        .object([
+            "collection": .string(collection),
+            "items": .array(result.items),
+            "page": .integer(result.page),
+            "hasNext": .bool(result.state.hasNext),
+            "lastId": result.state.lastId?.json ?? .null,
+            "count": .integer(result.state.count),
+            "skipped": result.skipped ? .true : nil,
+        ])
+    }
+
+    static func error(_ error: LoadError, collection: String) -> RPCError {
+        switch error {
+        case .upstream(let failure):
+            return RPCError(code: -32002, message: "Upstream failed: \(failure.message)", data: .object([
+                "collection": .string(collection),
+                "status": failure.status.map(RawJSON.integer),
+                "attempts": .integer(failure.attempts),
+                "retryable": .bool(failure.retryable),
+                "message": .string(failure.message),
+            ]))
+        case .undecodable(let failure):
+            return RPCError(code: -32003, message: "Upstream page not understood: \(failure.message)", data: .object([
+                "collection": .string(collection),
+                "pointer": failure.pointer.map(RawJSON.string),
+                "line": failure.line.map(RawJSON.integer),
+                "column": failure.column.map(RawJSON.integer),
+                "message": .string(failure.message),
+            ]))
+        case .cancelled:
+            return .cancelled
+        }
+    }
+
+    static func unknownCollection(_ name: String, known: [String]) -> RPCError {
+        RPCError(code: -32001, message: "Unknown collection: \(name)", data: .object([
+            "collection": .string(name),
+            "known": .array(known.sorted().map(RawJSON.string)),
+        ]))
+    }
+
+    static func invalidDefinition(_ error: DefinitionError) -> RPCError {
+        RPCError(code: -32004, message: "Invalid collection definition: \(error)", data: .object([
+            "field": .string(error.field), "expected": .string(error.expected),
+        ]))
+    }
+}
+
+/// Typed access to a request's named params, with -32602 errors naming the field.
+struct Params {
+    let object: JSON?
+
+    init(_ request: RPCRequest) throws(RPCError) {
+        if let params = request.params, params.kind != .object {
+            throw RPCError.invalidParams(field: "params", expected: "an object of named params")
+        }
+        object = request.params
+    }
+
+    func string(_ key: String) throws(RPCError) -> String? {
+        guard let value = object?[key], !value.isNull else { return nil }
+        guard let text = value.string else { throw .invalidParams(field: key, expected: "a string") }
+        return text
+    }
+
+    func requiredString(_ key: String) throws(RPCError) -> String {
+        guard let text = try string(key) else { throw .invalidParams(field: key, expected: "a string") }
+        return text
+    }
+
+    func integer(_ key: String, min: Int = 0) throws(RPCError) -> Int? {
+        guard let value = object?[key], !value.isNull else { return nil }
+        guard let number = value.integer, number >= min, let result = Int(exactly: number) else {
+            throw .invalidParams(field: key, expected: "an integer ≥ \(min)")
+        }
+        return result
+    }
+
+    func cursor(_ key: String) throws(RPCError) -> Cursor? {
+        guard let value = object?[key] else { return nil }
+        switch Cursor.from(value) {
+        case .success(let cursor): return cursor
+        case .failure: throw .invalidParams(field: key, expected: "a string, an integer or null")
+        }
+    }
+
+    func raw(_ key: String) -> JSON? { object?[key] }
+}

@@ -1,0 +1,128 @@
+import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+import JSONRPC
+import Logging
+import NextPageServer
+
+@main
+struct Nextpage: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "nextpage",
+        abstract: "Pages through paginated sources for other programs, over JSON-RPC 2.0 on stdin/stdout.",
+        discussion: """
+            nextpage is a long-running process: spawn it, send JSON-RPC requests \
+            (newline-delimited JSON or LSP Content-Length framing) on its stdin and \
+            read replies on its stdout. Logs go to stderr only.
+
+            Example (with no nextpage.json, the built-in "demo" collection is served):
+              echo '{"jsonrpc":"2.0","id":1,"method":"loadNext","params":{"collection":"demo"}}' | nextpage
+
+            Methods: load, loadNext, reset, status, collections, items, define, loadAll,
+            rpc.discover, initialize, shutdown, exit, $/cancelRequest.
+            """,
+        version: NextPageService.version,
+        subcommands: [Serve.self, CheckConfig.self, Schema.self],
+        defaultSubcommand: Serve.self
+    )
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve JSON-RPC on stdin/stdout (the default command).")
+
+    @Option(help: "Config file defining the collections (default: ./nextpage.json when it exists, else the built-in demo).")
+    var config: String?
+
+    @Option(help: "Message framing: auto (detected from the first bytes), ndjson or lsp.")
+    var framing: FramingMode = .auto
+
+    @Option(help: "Largest message accepted, in bytes; larger ones get an error reply and are skipped.")
+    var maxMessageBytes: Int = 64 << 20
+
+    @Option(help: "Seconds to let requests in flight finish at end of input or on SIGTERM.")
+    var drainTimeout: Double = 10
+
+    @Option(help: "Exit when this process ends (the parent process is always watched).")
+    var parentPid: Int32?
+
+    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: Logger.Level = .info
+
+    func validate() throws {
+        guard maxMessageBytes > 0 else { throw ValidationError("--max-message-bytes must be positive") }
+        guard drainTimeout >= 0 else { throw ValidationError("--drain-timeout must not be negative") }
+    }
+
+    func run() async throws {
+        let logger = makeLogger(level: logLevel)
+        var settings = ServerSettings()
+        settings.configPath = config
+        settings.parentPid = parentPid
+        settings.connection.framing = framing
+        settings.connection.maxMessageBytes = maxMessageBytes
+        settings.connection.drainTimeout = drainTimeout
+        let status: Int32
+        do {
+            status = try await ServerLauncher.serve(settings: settings, logger: logger)
+        } catch let error as ConfigError {
+            printError("nextpage: config \(error)")
+            throw ExitCode(2)
+        }
+        throw ExitCode(status)
+    }
+}
+
+struct CheckConfig: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Validate a config file; errors name the field. Exit status 2 when invalid.")
+
+    @Argument(help: "The config file.")
+    var file: String
+
+    func run() throws {
+        do {
+            let collections = try ServerLauncher.loadConfig(
+                file, validator: DefinitionValidator(baseDirectory: ServerLauncher.directoryName(of: file)))
+            print("\(file): ok, \(collections.count) collection(s): \(collections.map(\.name).joined(separator: ", "))")
+        } catch {
+            printError("nextpage: config \(error)")
+            throw ExitCode(2)
+        }
+    }
+}
+
+struct Schema: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print one of nextpage's JSON schemas.")
+
+    enum Name: String, ExpressibleByArgument, CaseIterable { case openrpc, config, transcript }
+
+    @Argument(help: "openrpc, config or transcript.")
+    var name: Name
+
+    func run() throws {
+        switch name {
+        case .openrpc: print(EmbeddedSchemas.openrpc)
+        case .config: print(EmbeddedSchemas.config)
+        case .transcript:
+            printError("nextpage: the transcript schema is not available in this version")
+            throw ExitCode(1)
+        }
+    }
+}
+
+extension FramingMode: ExpressibleByArgument {}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+func makeLogger(level: Logger.Level) -> Logger {
+    LoggingSystem.bootstrap { label in StderrLogHandler(label: label, level: level) }
+    return Logger(label: "nextpage")
+}
+
+func printError(_ message: String) {
+    var line = message + "\n"
+    line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+}
