@@ -73,7 +73,13 @@ public struct LoadQueue: Sendable {
     fileprivate var epoch = 0
     fileprivate var waiters: [Waiter] = []
     fileprivate var nextWaiterId = 0
-    fileprivate var inFlight: Task<LoadedPage, any Error>?
+    fileprivate struct Fetch {
+        let id: Int
+        let task: Task<Void, Never>
+        let continuation: CheckedContinuation<Result<LoadedPage, any Error>, Never>
+    }
+    fileprivate var inFlight: Fetch?
+    fileprivate var nextFetchId = 0
     fileprivate var emptyStreak = 0
 
     public init() {}
@@ -165,21 +171,31 @@ extension NextPageLoadable {
         let isFirstPage = nextPageState.pages == 0 && nextPageState.lastId == nil
         let cursor = isFirstPage ? firstCursor() : nextPageState.lastId
         let loadedBefore = nextPageState.count
-        let fetch = Task.detached { try await self.performLoad(after: cursor, isFirstPage: isFirstPage, loadedBefore: loadedBefore) }
-        loadQueue.inFlight = fetch
+        let fetchId = loadQueue.nextFetchId
+        loadQueue.nextFetchId += 1
         let outcome = await withTaskCancellationHandler {
-            await fetch.result
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<LoadedPage, any Error>, Never>) in
+                let task = Task.detached {
+                    let result: Result<LoadedPage, any Error>
+                    do {
+                        result = .success(try await self.performLoad(after: cursor, isFirstPage: isFirstPage, loadedBefore: loadedBefore))
+                    } catch {
+                        result = .failure(error)
+                    }
+                    await self.finishFetch(fetchId, result)
+                }
+                loadQueue.inFlight = LoadQueue.Fetch(id: fetchId, task: task, continuation: continuation)
+            }
         } onCancel: {
-            fetch.cancel()
+            Task { await self.abandonFetch(fetchId) }
         }
         // A reset while the fetch was in flight already freed the turn; this page never lands.
         guard epoch == loadQueue.epoch else { throw LoadError.cancelled }
-        loadQueue.inFlight = nil
 
         switch outcome {
         case .failure(let error):
             let failure = (error as? LoadError) ?? .upstream(UpstreamFailure(retryable: false, message: "\(error)"))
-            if failure == .cancelled || fetch.isCancelled {
+            if failure == .cancelled {
                 passTurn()
                 throw LoadError.cancelled
             }
@@ -221,8 +237,11 @@ extension NextPageLoadable {
     /// waiting call ends with `LoadError.cancelled`; nothing they loaded lands.
     public func reset() {
         loadQueue.epoch += 1
-        loadQueue.inFlight?.cancel()
-        loadQueue.inFlight = nil
+        if let fetch = loadQueue.inFlight {
+            loadQueue.inFlight = nil
+            fetch.task.cancel()
+            fetch.continuation.resume(returning: .failure(LoadError.cancelled))
+        }
         loadQueue.emptyStreak = 0
         let waiters = loadQueue.waiters
         loadQueue.waiters = []
@@ -283,6 +302,22 @@ extension NextPageLoadable {
         } onCancel: {
             Task { await self.cancelWaiter(id) }
         }
+    }
+
+    /// Delivers a fetch's outcome to the call waiting for it, unless that call
+    /// was already released by `reset` or cancellation.
+    private func finishFetch(_ id: Int, _ result: Result<LoadedPage, any Error>) {
+        guard let fetch = loadQueue.inFlight, fetch.id == id else { return }
+        loadQueue.inFlight = nil
+        fetch.continuation.resume(returning: result)
+    }
+
+    /// The caller of a fetch gave up: cancel the fetch and release the caller at once.
+    private func abandonFetch(_ id: Int) {
+        guard let fetch = loadQueue.inFlight, fetch.id == id else { return }
+        loadQueue.inFlight = nil
+        fetch.task.cancel()
+        fetch.continuation.resume(returning: .failure(LoadError.cancelled))
     }
 
     /// Drops a waiting call whose caller gave up. A call already given the

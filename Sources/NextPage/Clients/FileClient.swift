@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Dispatch
 
 /// Reads hand-written pages from a directory (the seeds' `LocalFileClient`).
 ///
@@ -45,7 +46,12 @@ public struct FileClient: Client {
         if Task.isCancelled { throw LoadError.cancelled }
         let name = Self.fileName(for: request)
         let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
-        switch Self.readFile(path) {
+        // Blocking file I/O runs on a Dispatch thread, never in the Swift
+        // concurrency pool (a page file may be a slow disk or a FIFO).
+        let read = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: Self.readFile(path)) }
+        }
+        switch read {
         case .success(let body):
             if Task.isCancelled { throw LoadError.cancelled }
             return UpstreamResponse(body: body)
