@@ -71,7 +71,11 @@ public struct LoadQueue: Sendable {
     }
 
     fileprivate var epoch = 0
-    fileprivate var waiters: [Waiter] = []
+    /// Waiting calls by id; `order` holds their ids first come, first served
+    /// (ids of calls that gave up are skipped when reached).
+    fileprivate var waiters: [Int: Waiter] = [:]
+    fileprivate var order: [Int] = []
+    fileprivate var orderHead = 0
     fileprivate var nextWaiterId = 0
     fileprivate struct Fetch {
         let id: Int
@@ -148,7 +152,8 @@ extension NextPageLoadable {
         }
         let id = loadQueue.nextWaiterId
         loadQueue.nextWaiterId += 1
-        loadQueue.waiters.append(LoadQueue.Waiter(id: id))
+        loadQueue.waiters[id] = LoadQueue.Waiter(id: id)
+        loadQueue.order.append(id)
         return LoadTicket(epoch: loadQueue.epoch, waiter: id, skipped: nil)
     }
 
@@ -243,8 +248,10 @@ extension NextPageLoadable {
             fetch.continuation.resume(returning: .failure(LoadError.cancelled))
         }
         loadQueue.emptyStreak = 0
-        let waiters = loadQueue.waiters
-        loadQueue.waiters = []
+        let waiters = loadQueue.order[loadQueue.orderHead...].compactMap { loadQueue.waiters[$0] }
+        loadQueue.waiters = [:]
+        loadQueue.order = []
+        loadQueue.orderHead = 0
         for waiter in waiters { waiter.continuation?.resume(throwing: LoadError.cancelled) }
         nextPageState.reset()
         didReset()
@@ -285,18 +292,18 @@ extension NextPageLoadable {
     private func waitForTurn(_ id: Int) async throws {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                guard let index = loadQueue.waiters.firstIndex(where: { $0.id == id }) else {
+                guard let waiter = loadQueue.waiters[id] else {
                     continuation.resume(throwing: LoadError.cancelled)
                     return
                 }
-                if loadQueue.waiters[index].granted {
-                    loadQueue.waiters.remove(at: index)
+                if waiter.granted {
+                    loadQueue.waiters[id] = nil
                     continuation.resume()
                 } else if Task.isCancelled {
-                    loadQueue.waiters.remove(at: index)
+                    loadQueue.waiters[id] = nil
                     continuation.resume(throwing: LoadError.cancelled)
                 } else {
-                    loadQueue.waiters[index].continuation = continuation
+                    loadQueue.waiters[id]?.continuation = continuation
                 }
             }
         } onCancel: {
@@ -323,23 +330,30 @@ extension NextPageLoadable {
     /// Drops a waiting call whose caller gave up. A call already given the
     /// turn keeps it and passes it on itself.
     private func cancelWaiter(_ id: Int) {
-        guard let index = loadQueue.waiters.firstIndex(where: { $0.id == id }),
-              !loadQueue.waiters[index].granted else { return }
-        let waiter = loadQueue.waiters.remove(at: index)
+        guard let waiter = loadQueue.waiters[id], !waiter.granted else { return }
+        loadQueue.waiters[id] = nil
         waiter.continuation?.resume(throwing: LoadError.cancelled)
     }
 
     /// Hands the turn to the next waiting call, or marks the collection idle.
     private func passTurn() {
-        guard !loadQueue.waiters.isEmpty else {
-            nextPageState.isLoading = false
+        while loadQueue.orderHead < loadQueue.order.count {
+            let id = loadQueue.order[loadQueue.orderHead]
+            loadQueue.orderHead += 1
+            if loadQueue.orderHead > 1024 && loadQueue.orderHead * 2 > loadQueue.order.count {
+                loadQueue.order.removeFirst(loadQueue.orderHead)
+                loadQueue.orderHead = 0
+            }
+            guard let waiter = loadQueue.waiters[id] else { continue }
+            if let continuation = waiter.continuation {
+                loadQueue.waiters[id] = nil
+                continuation.resume()
+            } else {
+                // Its caller has not started waiting yet; it finds the turn granted.
+                loadQueue.waiters[id]?.granted = true
+            }
             return
         }
-        if let continuation = loadQueue.waiters[0].continuation {
-            loadQueue.waiters.removeFirst()
-            continuation.resume()
-        } else {
-            loadQueue.waiters[0].granted = true
-        }
+        nextPageState.isLoading = false
     }
 }

@@ -69,7 +69,8 @@ public struct FileClient: Client {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { return .failure(SystemError(code: errno)) }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { return .failure(SystemError(code: EISDIR)) }
+        guard (info.st_mode & S_IFMT) != S_IFDIR else { return .failure(SystemError(code: EISDIR)) }
+        // The size is a hint: a FIFO reports 0 and is read to its end like any file.
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         var filled = 0
         while true {

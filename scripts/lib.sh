@@ -1,0 +1,28 @@
+# Shared set-up for the project's scripts: installs what a new machine lacks.
+
+# Installs Debian packages when missing (root, or through sudo).
+ensure_apt_packages() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing: ${missing[*]}" >&2
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
+}
+
+# jansson's headers and pkg-config file, needed to build the CJansson module.
+ensure_jansson() {
+  ensure_apt_packages libjansson-dev pkg-config
+}
+
+# A Python module, installed from PyPI when it cannot be imported.
+ensure_python_module() {
+  local module="$1" package="${2:-$1}"
+  python3 -c "import $module" 2>/dev/null && return 0
+  echo "installing python package: $package" >&2
+  python3 -m pip install --quiet "$package" >&2 || python3 -m pip install --quiet --break-system-packages "$package" >&2
+}
