@@ -11,6 +11,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
     ],
     targets: [
         .systemLibrary(
@@ -20,7 +22,17 @@ let package = Package(
         ),
         .target(name: "Jansson", dependencies: ["CJansson"]),
         .target(name: "JSONRPC", dependencies: ["Jansson"]),
-        .target(name: "NextPage", dependencies: ["Jansson"]),
+        .target(
+            name: "NextPage",
+            dependencies: [
+                "Jansson",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "NextPageServer",
             dependencies: [
@@ -38,8 +50,22 @@ let package = Package(
         ),
         .testTarget(name: "JanssonTests", dependencies: ["Jansson"]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "Jansson"]),
-        .testTarget(name: "NextPageTests", dependencies: ["NextPage", "Jansson"]),
-        .testTarget(name: "NextPageServerTests", dependencies: ["NextPageServer", "NextPage", "JSONRPC", "Jansson"]),
+        .testTarget(
+            name: "NextPageTests",
+            dependencies: [
+                "NextPage", "Jansson",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "NextPageServerTests",
+            dependencies: ["NextPageServer", "NextPage", "JSONRPC", "Jansson"],
+            exclude: ["HTTPFixtures"]
+        ),
         .testTarget(name: "EndToEndTests", dependencies: ["Jansson"]),
     ]
 )

@@ -75,13 +75,20 @@ public struct UpstreamPage: JSONDecodable {
         }
         if let totalPointer = paging.total {
             guard let total = root.pointer(totalPointer) else { throw missing(totalPointer, "the total") }
-            guard let value = total.integer ?? total.number.map({ Int64($0) }) else {
+            guard let value = total.integer ?? total.number.map(clampedInteger) else {
                 throw LoadError.undecodable(PageDecodingFailure(
                     pointer: totalPointer, message: "expected a number at '\(totalPointer)'"))
             }
             page.total = value
         }
         return page
+    }
+
+    /// A real total as an integer, saturating beyond the range of `Int64`.
+    private static func clampedInteger(_ value: Double) -> Int64 {
+        if value >= 0x1p63 { return .max }
+        if value <= -0x1p63 { return .min }
+        return Int64(value)
     }
 
     private static func missing(_ pointer: String, _ what: String) -> LoadError {

@@ -1,5 +1,16 @@
 import Jansson
+import Logging
 import NextPage
+
+/// How `http` sources reach upstream (`--record-upstream`, `--replay-upstream`).
+public enum UpstreamMode: Sendable, Equatable {
+    /// The network (the default).
+    case live
+    /// The network, with every exchange appended to `DIR/<collection>.jsonl`.
+    case record(directory: String)
+    /// Only the recordings in `DIR/<collection>.jsonl`; no network at all.
+    case replay(directory: String)
+}
 
 /// A validated collection definition: where pages come from and how to walk them.
 public struct CollectionDefinition: Sendable {
@@ -9,6 +20,8 @@ public struct CollectionDefinition: Sendable {
         case file(directory: String)
         /// The built-in demo pages.
         case bundled(pages: [String: [UInt8]])
+        /// `{"type": "http", "url", ...}`, with `${env:NAME}` expanded.
+        case http(HTTPSource)
     }
 
     public var source: Source
@@ -21,17 +34,36 @@ public struct CollectionDefinition: Sendable {
         self.options = options
     }
 
-    /// The client that serves this definition's source.
-    public func makeClient() -> any Client {
+    /// The client that serves this definition's source for the collection
+    /// `name`. `upstream` only matters to `http` sources: by default they go
+    /// to the network through the process's shared HTTP client; `logger`
+    /// receives their retries and failures (default: no logs).
+    public func makeClient(name: String = "", upstream: UpstreamMode = .live, logger: Logger? = nil) -> any Client {
         switch source {
         case .file(let directory): return FileClient(directory: directory)
         case .bundled(let pages): return BundledClient(pages: pages)
+        case .http(let http):
+            let redactor = HTTPRedactor(
+                source: http, exemptQueryNames: HTTPRedactor.pagingNames(paging, pageSizeParam: options.pageSizeParam))
+            switch upstream {
+            case .live:
+                return HTTPPageClient(source: http, collection: name, logger: logger)
+            case .record(let directory):
+                let transport = RecordingTransport(
+                    wrapping: HTTPNetworkTransport.shared,
+                    file: RecordingTransport.file(directory: directory, collection: name), redactor: redactor, logger: logger)
+                return HTTPPageClient(source: http, collection: name, transport: transport, logger: logger)
+            case .replay(let directory):
+                // A replay never waits: the waiting happened when it was recorded.
+                let transport = ReplayTransport(file: RecordingTransport.file(directory: directory, collection: name), redactor: redactor)
+                return HTTPPageClient(source: http, collection: name, transport: transport, retryPolicy: .immediate, logger: logger)
+            }
         }
     }
 
-    /// A fresh collection for this definition.
-    public func makeCollection(name: String) -> PagedCollection {
-        PagedCollection(name: name, client: makeClient(), paging: paging, options: options)
+    /// A fresh collection for this definition (see `makeClient` for the defaults).
+    public func makeCollection(name: String, upstream: UpstreamMode = .live, logger: Logger? = nil) -> PagedCollection {
+        PagedCollection(name: name, client: makeClient(name: name, upstream: upstream, logger: logger), paging: paging, options: options)
     }
 }
 

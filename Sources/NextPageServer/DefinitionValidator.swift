@@ -12,13 +12,19 @@ import NextPage
 public struct DefinitionValidator: Sendable {
     /// Folder that relative `source.dir` paths are resolved against (`nil`: the working directory).
     public var baseDirectory: String?
+    /// Variables for `${env:NAME}` in `http` sources (`nil`, the default: the process's environment).
+    public var environment: [String: String]?
 
-    public init(baseDirectory: String? = nil) {
+    public init(baseDirectory: String? = nil, environment: [String: String]? = nil) {
         self.baseDirectory = baseDirectory
+        self.environment = environment
     }
 
     /// Source types this build can serve.
-    public static let sourceTypes = ["file"]
+    public static let sourceTypes = ["file", "http"]
+    static let httpSourceKeys: Set<String> = [
+        "type", "url", "method", "body", "query", "headers", "timeout", "retries", "maxBodyBytes",
+    ]
     static let collectionKeys: Set<String> = [
         "source", "paging", "pageSize", "pageSizeParam", "maxItems", "prefetch", "dedupe",
         "onRepeatedCursor", "maxEmptyPages",
@@ -82,6 +88,9 @@ public struct DefinitionValidator: Sendable {
         if strategy == .link, case .file = source {
             throw DefinitionError(field: "\(pagingPath).strategy", expected: "a strategy the file source can serve (link reads HTTP headers)")
         }
+        if case .http(let http) = source {
+            try validateCursorPlacement(pagingJSON, strategy: strategy, source: http, pagingPath: pagingPath, sourcePath: field("source"))
+        }
         let dedupe = try reader.bool("dedupe") ?? false
         var paging = Paging(
             strategy: strategy,
@@ -120,6 +129,7 @@ public struct DefinitionValidator: Sendable {
               Self.sourceTypes.contains(type) else {
             throw DefinitionError(field: "\(path).type", expected: "one of \(types)")
         }
+        if type == "http" { return .http(try validateHTTPSource(json, at: path)) }
         for (key, _) in json.members where key != "type" && key != "dir" {
             throw DefinitionError(field: "\(path).\(key)", expected: "no such field for a file source (known: type, dir)")
         }
@@ -132,6 +142,128 @@ public struct DefinitionValidator: Sendable {
             throw DefinitionError(field: "\(path).dir", expected: "an existing directory ('\(resolved)' is not one)")
         }
         return .file(directory: resolved)
+    }
+}
+
+extension DefinitionValidator {
+    /// Validates `{"type": "http", ...}` and expands `${env:NAME}` in its url,
+    /// query values and header values.
+    func validateHTTPSource(_ json: JSON, at path: String) throws(DefinitionError) -> HTTPSource {
+        let reader = FieldReader(object: json, path: path)
+        for (key, _) in json.members where !Self.httpSourceKeys.contains(key) {
+            throw DefinitionError(
+                field: reader.name(key), expected: "no such field for an http source (known: \(Self.httpSourceKeys.sorted().joined(separator: ", ")))")
+        }
+        let url = try expand(try reader.string("url", required: true, expected: "an http or https URL")!, field: reader.name("url"))
+        guard HTTPURL.isHTTP(url) else { throw DefinitionError(field: reader.name("url"), expected: "an http or https URL") }
+
+        let methods = HTTPSource.Method.allCases.map(\.rawValue).joined(separator: ", ")
+        var method = HTTPSource.Method.get
+        if let name = try reader.string("method", expected: "one of \(methods)") {
+            guard let parsed = HTTPSource.Method(rawValue: name) else {
+                throw DefinitionError(field: reader.name("method"), expected: "one of \(methods)")
+            }
+            method = parsed
+        }
+
+        var body: RawJSON?
+        if let value = json["body"] {
+            guard value.kind == .object else { throw DefinitionError(field: reader.name("body"), expected: "a JSON object") }
+            guard method == .post else { throw DefinitionError(field: reader.name("body"), expected: "no body with method GET (add \"method\": \"POST\")") }
+            body = RawJSON(value)
+        }
+
+        var query: [(name: String, value: String)] = []
+        if let object = json["query"] {
+            guard object.kind == .object else { throw DefinitionError(field: reader.name("query"), expected: "an object of strings") }
+            for (name, value) in object.members {
+                let field = "\(reader.name("query")).\(name)"
+                guard !name.isEmpty else { throw DefinitionError(field: field, expected: "a non-empty parameter name") }
+                guard let text = value.string else { throw DefinitionError(field: field, expected: "a string") }
+                query.append((name, try expand(text, field: field)))
+            }
+        }
+
+        var headers: [(name: String, value: String)] = []
+        if let object = json["headers"] {
+            guard object.kind == .object else { throw DefinitionError(field: reader.name("headers"), expected: "an object of strings") }
+            for (name, value) in object.members {
+                let field = "\(reader.name("headers")).\(name)"
+                guard Self.isHeaderName(name) else { throw DefinitionError(field: field, expected: "a header name (letters, digits and !#$%&'*+-.^_`|~)") }
+                guard let text = value.string else { throw DefinitionError(field: field, expected: "a string") }
+                let expanded = try expand(text, field: field)
+                guard !expanded.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
+                    throw DefinitionError(field: field, expected: "a header value without line breaks")
+                }
+                headers.append((name, expanded))
+            }
+        }
+
+        var timeout = HTTPSource.defaultTimeout
+        if let value = json["timeout"] {
+            guard let seconds = value.number, seconds > 0, seconds <= 86_400 else {
+                throw DefinitionError(field: reader.name("timeout"), expected: "a number of seconds > 0 (at most 86400)")
+            }
+            timeout = seconds
+        }
+        let retries = try reader.integer("retries", min: 0, max: 100) ?? HTTPSource.defaultRetries
+        let maxBodyBytes = try reader.integer("maxBodyBytes", min: 1) ?? HTTPSource.defaultMaxBodyBytes
+        return HTTPSource(
+            url: url, method: method, body: body, query: query, headers: headers,
+            timeout: timeout, retries: retries, maxBodyBytes: maxBodyBytes)
+    }
+
+    /// Checks where the cursor goes against the http source: one place at
+    /// most, a body place only in a POST body, none for URL cursors.
+    func validateCursorPlacement(
+        _ paging: JSON, strategy: Paging.Strategy, source: HTTPSource, pagingPath: String, sourcePath: String
+    ) throws(DefinitionError) {
+        let bodyPointer = paging["bodyPointer"]?.string
+        let header = paging["header"]?.string
+        if bodyPointer != nil && header != nil {
+            throw DefinitionError(field: "\(pagingPath).header", expected: "either bodyPointer or header, not both")
+        }
+        if HTTPPageClient.cursorIsURL(strategy) {
+            if bodyPointer != nil {
+                throw DefinitionError(field: "\(pagingPath).bodyPointer", expected: "no bodyPointer with the \(strategy.rawValue) strategy (its cursor is the next URL)")
+            }
+            if header != nil {
+                throw DefinitionError(field: "\(pagingPath).header", expected: "no header with the \(strategy.rawValue) strategy (its cursor is the next URL)")
+            }
+        }
+        if let header, !Self.isHeaderName(header) {
+            throw DefinitionError(field: "\(pagingPath).header", expected: "a header name (letters, digits and !#$%&'*+-.^_`|~)")
+        }
+        if let bodyPointer {
+            guard source.method == .post else {
+                throw DefinitionError(field: "\(pagingPath).bodyPointer", expected: "a POST source (\"\(sourcePath).method\": \"POST\")")
+            }
+            let probe = (try? source.body?.parsed()) ?? JSON.object()
+            guard !bodyPointer.isEmpty, HTTPPageClient.insert(.string("probe"), at: bodyPointer, into: probe) else {
+                throw DefinitionError(
+                    field: "\(pagingPath).bodyPointer",
+                    expected: "a JSON Pointer to a member inside \(sourcePath).body (missing objects are created)")
+            }
+        }
+    }
+
+    /// Expands `${env:NAME}`; an unset variable is an error naming the field and the variable.
+    func expand(_ text: String, field: String) throws(DefinitionError) -> String {
+        do {
+            return try HTTPSource.expandEnvironment(text) { name in
+                if let environment { return environment[name] }
+                return getenv(name).map { String(cString: $0) }
+            }
+        } catch {
+            throw DefinitionError(field: field, expected: "environment variable \(error.name) to be set (for ${env:\(error.name)})")
+        }
+    }
+
+    /// Whether `name` is an HTTP field name (RFC 9110 token).
+    static func isHeaderName(_ name: String) -> Bool {
+        !name.isEmpty && name.unicodeScalars.allSatisfy { scalar in
+            scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "!#$%&'*+-.^_`|~".unicodeScalars.contains(scalar))
+        }
     }
 }
 

@@ -6,14 +6,1266 @@ public enum EmbeddedSchemas {
     public static let openrpc = #"""
 {
   "openrpc": "1.3.2",
-  "info": {"title": "nextpage", "version": "0.1.0"},
-  "methods": []
+  "info": {
+    "title": "nextpage",
+    "version": "0.1.0",
+    "description": "nextpage pages through paginated sources on behalf of its client: JSON-RPC 2.0 over stdin/stdout, newline-delimited JSON or LSP `Content-Length` framing (detected from the first bytes; replies use the same). Each named collection is a state machine (`hasNext`, `isLoading`, `lastId`) over a source that is fetched one page at a time.\n\nConventions of this document:\n- Params are always by name (an object); `initialize` and `initialized` ignore theirs.\n- Notifications. A method without `result` is a notification, as OpenRPC 1.3 says; such entries also carry `\"x-notification\": true`. Notifications the client sends (`exit`, `initialized`, `$/cancelRequest`) are in `methods` with `\"x-direction\": \"client-to-server\"`. Notifications the server sends (`page`, `$/progress`) are not methods a client can call, so they are listed in the top-level extension `x-notifications`: method objects of the same shape with `\"x-direction\": \"server-to-client\"`, whose `params` are the notification's params and whose `x-params-schema` is the schema of the whole params object. A method that sends notifications names them in its `x-sends-notifications`.\n- Errors. `components/errors` holds one error object per code, with a typical message and an example `data`. The shape of `data` is the schema of the same name plus `Data` in `components/schemas` (UnknownCollection -> UnknownCollectionData); errors without such a schema carry no `data`. Besides the errors each method lists, any request may get -32700 ParseError, -32600 InvalidRequest, -32601 MethodNotFound, -32801 ShuttingDown (after `shutdown`) or -32603 InternalError, with `id: null` when the request's id could not be read.\n- Cursors (`lastId`) are strings or integers; null means none.\n- Collection definitions (`define`, and each collection of the config file) are described by `components/schemas/CollectionDefinition`, the same as `$defs/CollectionDefinition` of Schemas/config.schema.json. This build serves `file` sources only."
+  },
+  "methods": [
+    {
+      "name": "load",
+      "summary": "Refresh a collection, or resume it from a saved cursor.",
+      "description": "Resets the collection (cancelling an in-flight load, whose requests end with -32800) and loads its first page, or, when `lastId` is given, the page after that cursor (resume from a `lastId` saved earlier). Page numbers and counts start again from this page.",
+      "paramStructure": "by-name",
+      "params": [
+        {
+          "name": "collection",
+          "description": "The collection.",
+          "schema": {"$ref": "#/components/schemas/CollectionName"},
+          "required": true
+        },
+        {
+          "name": "lastId",
+          "description": "Resume from this cursor (a `lastId` of an earlier Page or State) instead of loading the first page. null, \"\" or absent: the first page.",
+          "schema": {"$ref": "#/components/schemas/Cursor"}
+        }
+      ],
+      "result": {"name": "page", "schema": {"$ref": "#/components/schemas/Page"}},
+      "errors": [
+        {"$ref": "#/components/errors/InvalidParams"},
+        {"$ref": "#/components/errors/UnknownCollection"},
+        {"$ref": "#/components/errors/UpstreamFailed"},
+        {"$ref": "#/components/errors/PageNotUnderstood"},
+        {"$ref": "#/components/errors/RequestCancelled"},
+        {"$ref": "#/components/errors/ShuttingDown"}
+      ],
+      "examples": [
+        {
+          "name": "refresh",
+          "description": "The first page of the `cursor` collection of examples/nextpage.json.",
+          "params": [{"name": "collection", "value": "cursor"}],
+          "result": {
+            "name": "refresh result",
+            "value": {
+              "collection": "cursor",
+              "items": [{"id": 1, "name": "apple"}, {"id": 2, "name": "banana"}, {"id": 3, "name": "cherry"}],
+              "page": 1,
+              "hasNext": true,
+              "lastId": "eyJhZnRlciI6M30=",
+              "count": 3
+            }
+          }
+        },
+        {
+          "name": "resume",
+          "description": "Resume the `lastId` collection of examples/nextpage.json after the item with id 106; it is the last page.",
+          "params": [{"name": "collection", "value": "lastId"}, {"name": "lastId", "value": 106}],
+          "result": {
+            "name": "resume result",
+            "value": {
+              "collection": "lastId",
+              "items": [{"id": 107, "name": "gannet"}, {"id": 108, "name": "hobby"}],
+              "page": 1,
+              "hasNext": false,
+              "lastId": null,
+              "count": 2
+            }
+          }
+        }
+      ]
+    },
+    {
+      "name": "loadNext",
+      "summary": "Load the next page of a collection.",
+      "description": "Loads the page after the last one loaded (the first page on a fresh collection). One upstream fetch per collection runs at a time: calls that arrive while one is in flight queue behind it and each gets the following page, or, with `\"ifLoading\": \"skip\"`, return at once with `\"items\": []` and `\"skipped\": true`. When `hasNext` is already false the reply comes at once, with no items and no upstream call. A failed fetch leaves the cursor where it was (the next call asks for the same page again) and is recorded in the State's `lastError`; a failed first page resets the collection.",
+      "paramStructure": "by-name",
+      "params": [
+        {
+          "name": "collection",
+          "description": "The collection.",
+          "schema": {"$ref": "#/components/schemas/CollectionName"},
+          "required": true
+        },
+        {
+          "name": "ifLoading",
+          "description": "What to do when a load of this collection is in flight: `queue` (default) waits and loads the following page; `skip` returns at once with no items and `skipped: true`.",
+          "schema": {"enum": ["queue", "skip"], "default": "queue"}
+        }
+      ],
+      "result": {"name": "page", "schema": {"$ref": "#/components/schemas/Page"}},
+      "errors": [
+        {"$ref": "#/components/errors/InvalidParams"},
+        {"$ref": "#/components/errors/UnknownCollection"},
+        {"$ref": "#/components/errors/UpstreamFailed"},
+        {"$ref": "#/components/errors/PageNotUnderstood"},
+        {"$ref": "#/components/errors/RequestCancelled"},
+        {"$ref": "#/components/errors/ShuttingDown"}
+      ],
+      "examples": [
+        {
+          "name": "first page",
+          "description": "On a fresh `cursor` collection (examples/nextpage.json).",
+          "params": [{"name": "collection", "value": "cursor"}],
+          "result": {
+            "name": "first page result",
+            "value": {
+              "collection": "cursor",
+              "items": [{"id": 1, "name": "apple"}, {"id": 2, "name": "banana"}, {"id": 3, "name": "cherry"}],
+              "page": 1,
+              "hasNext": true,
+              "lastId": "eyJhZnRlciI6M30=",
+              "count": 3
+            }
+          }
+        },
+        {
+          "name": "next page",
+          "description": "The call after that.",
+          "params": [{"name": "collection", "value": "cursor"}],
+          "result": {
+            "name": "next page result",
+            "value": {
+              "collection": "cursor",
+              "items": [{"id": 4, "name": "damson"}, {"id": 5, "name": "elderberry"}, {"id": 6, "name": "fig"}],
+              "page": 2,
+              "hasNext": true,
+              "lastId": "eyJhZnRlciI6Nn0=",
+              "count": 6
+            }
+          }
+        },
+        {
+          "name": "last page",
+          "description": "The call after that: the source has no more.",
+          "params": [{"name": "collection", "value": "cursor"}],
+          "result": {
+            "name": "last page result",
+            "value": {
+              "collection": "cursor",
+              "items": [{"id": 7, "name": "grape"}, {"id": 8, "name": "huckleberry"}],
+              "page": 3,
+              "hasNext": false,
+              "lastId": null,
+              "count": 8
+            }
+          }
+        },
+        {
+          "name": "skipped",
+          "description": "While page 3 is still loading, a UI scroll handler asks again with ifLoading skip.",
+          "params": [{"name": "collection", "value": "cursor"}, {"name": "ifLoading", "value": "skip"}],
+          "result": {
+            "name": "skipped result",
+            "value": {
+              "collection": "cursor",
+              "items": [],
+              "page": 2,
+              "hasNext": true,
+              "lastId": "eyJhZnRlciI6Nn0=",
+              "count": 6,
+              "skipped": true
+            }
+          }
+        }
+      ]
+    },
+    {
+      "name": "reset",
+      "summary": "Forget everything loaded.",
+      "description": "Cancels an in-flight load (its requests end with -32800 and its page never lands), discards prefetched pages and loaded items, and returns the fresh State: no items, `hasNext: true`, `lastId: null`.",
+      "paramStructure": "by-name",
+      "params": [
+        {
+          "name": "collection",
+          "description": "The collection.",
+          "schema": {"$ref": "#/components/schemas/CollectionName"},
+          "required": true
+        }
+      ],
+      "result": {"name": "state", "schema": {"$ref": "#/components/schemas/State"}},
+      "errors": [
+        {"$ref": "#/components/errors/InvalidParams"},
+        {"$ref": "#/components/errors/UnknownCollection"},
+        {"$ref": "#/components/errors/ShuttingDown"}
+      ],
+      "examples": [
+        {
+          "name": "reset",
+          "params": [{"name": "collection", "value": "cursor"}],
+          "result": {
+            "name": "reset result",
+            "value": {
+              "collection": "cursor",
+              "hasNext": true,
+              "isLoading": false,
+              "lastId": null,
+              "count": 0,
+              "pages": 0,
+              "lastError": null
+            }
+          }
+        }
+      ]
+    },
+    {
+      "name": "status",
+      "summary": "The state of a collection.",
+      "paramStructure": "by-name",
+      "params": [
+        {
+          "name": "collection",
+          "description": "The collection.",
+          "schema": {"$ref": "#/components/schemas/CollectionName"},
+          "required": true
+        }
+      ],
+      "result": {"name": "state", "schema": {"$ref": "#/components/schemas/State"}},
+      "errors": [
+        {"$ref": "#/components/errors/InvalidParams"},
+        {"$ref": "#/components/errors/UnknownCollection"},
+        {"$ref": "#/components/errors/ShuttingDown"}
+      ],
+      "examples": [
+        {
+          "name": "after two pages",
+          "params": [{"name": "collection", "value": "cursor"}],
+          "result": {
+            "name": "after two pages result",
+            "value": {
+              "collection": "cursor",
+              "hasNext": true,
+              "isLoading": false,
+              "lastId": "eyJhZnRlciI6Nn0=",
+              "count": 6,
+              "pages": 2,
+              "lastError": null
+            }
+          }
+        }
+      ]
+    },
+    {
+      "name": "collections",
+      "summary": "The state of every defined collection.",
+      "description": "Every collection defined in the config file or with `define`, sorted by name.",
+      "paramStructure": "by-name",
+      "params": [],
+      "result": {"name": "states", "schema": {"type": "array", "items": {"$ref": "#/components/schemas/State"}}},
+      "errors": [{"$ref": "#/components/errors/ShuttingDown"}]
+    },
+    {
+      "name": "items",
+      "summary": "A slice of the items loaded so far.",
+      "description": "Items are addressed by absolute offsets: the first item loaded since the last `load`/`reset` is offset 0. Only the newest `maxItems` items are kept; older offsets are skipped (the reply's `offset` says where the slice starts). Does not wait for loads in flight.",
+      "paramStructure": "by-name",
+      "params": [
+        {
+          "name": "collection",
+          "description": "The collection.",
+          "schema": {"$ref": "#/components/schemas/CollectionName"},
+          "required": true
+        },
+        {
+          "name": "offset",
+          "description": "The absolute offset of the first item wanted.",
+          "schema": {"type": "integer", "minimum": 0, "default": 0}
+        },
+        {
+          "name": "limit",
+          "description": "At most this many items (default: all from `offset`).",
+          "schema": {"type": "integer", "minimum": 0}
+        }
+      ],
+      "result": {"name": "items", "schema": {"$ref": "#/components/schemas/ItemsResult"}},
+      "errors": [
+        {"$ref": "#/components/errors/InvalidParams"},
+        {"$ref": "#/components/errors/UnknownCollection"},
+        {"$ref": "#/components/errors/ShuttingDown"}
+      ],
+      "examples": [
+        {
+          "name": "two items",
+          "description": "After the first page of `cursor`.",
+          "params": [
+            {"name": "collection", "value": "cursor"},
+            {"name": "offset", "value": 1},
+            {"name": "limit", "value": 2}
+          ],
+          "result": {
+            "name": "two items result",
+            "value": {
+              "collection": "cursor",
+              "items": [{"id": 2, "name": "banana"}, {"id": 3, "name": "cherry"}],
+              "count": 3,
+              "offset": 1
+            }
+          }
+        }
+      ]
+    },
+    {
+      "name": "define",
+      "summary": "Define or replace a collection at run time.",
+      "description": "The params are a collection definition (`#/components/schemas/CollectionDefinition`, the same object as a collection of the config file, see Schemas/config.schema.json) plus `name`. The definition is checked like the config file: unknown fields, a bad value, the `link` strategy with a `file` source, or a `source.dir` that is not an existing folder fail with -32004 naming the field. Relative `source.dir` paths are resolved against the config file's folder. Replacing a collection resets the old one (its in-flight requests end with -32800). Returns the new collection's fresh State.",
+      "paramStructure": "by-name",
+      "params": [
+        {
+          "name": "name",
+          "description": "The name of the collection to define or replace.",
+          "schema": {"$ref": "#/components/schemas/CollectionName"},
+          "required": true
+        },
+        {
+          "name": "source",
+          "schema": {"$ref": "#/components/schemas/CollectionDefinition/properties/source"},
+          "required": true,
+          "description": "Where pages come from."
+        },
+        {
+          "name": "paging",
+          "schema": {"$ref": "#/components/schemas/CollectionDefinition/properties/paging"},
+          "required": true,
+          "description": "How to walk them."
+        },
+        {
+          "name": "pageSize",
+          "schema": {"$ref": "#/components/schemas/CollectionDefinition/properties/pageSize"},
+          "description": "Items asked for per page, sent with every request (as `pageSizeParam`, or `paging.limitParam` for the offset strategy). When set, a page shorter than this ends the lastId, page and offset strategies."
+        },
+        {
+          "name": "pageSizeParam",
+          "schema": {"$ref": "#/components/schemas/CollectionDefinition/properties/pageSizeParam"},
+          "description": "Query parameter that carries `pageSize`."
+        },
+        {
+          "name": "maxItems",
+          "schema": {"$ref": "#/components/schemas/CollectionDefinition/properties/maxItems"},
+          "description": "Items kept for the `items` method; older items are dropped from the buffer (offsets stay absolute) while pages keep flowing."
+        },
+        {
+          "name": "prefetch",
+          "schema": {"$ref": "#/components/schemas/CollectionDefinition/properties/prefetch"},
+          "description": "0: off. 1 or 2: after a page is delivered, fetch the next one in the background so the next `loadNext` answers at once."
+        },
+        {
+          "name": "dedupe",
+          "schema": {"$ref": "#/components/schemas/CollectionDefinition/properties/dedupe"},
+          "description": "Drop items whose id (`paging.id`, default \"/id\") was already delivered."
+        },
+        {
+          "name": "onRepeatedCursor",
+          "schema": {"$ref": "#/components/schemas/CollectionDefinition/properties/onRepeatedCursor"},
+          "description": "When the source hands back the cursor it was just asked for: `stop` delivers the page with `hasNext: false` and says why in `lastError`; `error` fails the request (-32003)."
+        },
+        {
+          "name": "maxEmptyPages",
+          "schema": {"$ref": "#/components/schemas/CollectionDefinition/properties/maxEmptyPages"},
+          "description": "Empty pages in a row that each claim there is more, after which the collection is stopped instead of looping."
+        }
+      ],
+      "result": {"name": "state", "schema": {"$ref": "#/components/schemas/State"}},
+      "errors": [
+        {"$ref": "#/components/errors/InvalidParams"},
+        {"$ref": "#/components/errors/InvalidDefinition"},
+        {"$ref": "#/components/errors/ShuttingDown"}
+      ],
+      "examples": [
+        {
+          "name": "define",
+          "params": [
+            {"name": "name", "value": "trees"},
+            {"name": "source", "value": {"type": "file", "dir": "pages/nextUrl"}},
+            {"name": "paging", "value": {"strategy": "nextUrl", "items": "/data", "next": "/links/next"}}
+          ],
+          "result": {
+            "name": "define result",
+            "value": {
+              "collection": "trees",
+              "hasNext": true,
+              "isLoading": false,
+              "lastId": null,
+              "count": 0,
+              "pages": 0,
+              "lastError": null
+            }
+          }
+        }
+      ]
+    },
+    {
+      "name": "loadAll",
+      "summary": "Page through a collection to its end or a limit.",
+      "description": "Calls `loadNext` until the source ends, `maxItems` items or `maxPages` pages were loaded by this call (the page that reaches a limit is kept whole, so `count` may exceed `maxItems`), or a load fails. Each page is first sent as a `page` notification (params: the Page); when `progressToken` is given, `$/progress` notifications report `begin`, then `report` after each page, then `end`. Continues from where the collection is: call `load` (or `reset`) first to start over. A failure after some pages is an error reply; the pages already notified stay loaded.",
+      "paramStructure": "by-name",
+      "params": [
+        {
+          "name": "collection",
+          "description": "The collection.",
+          "schema": {"$ref": "#/components/schemas/CollectionName"},
+          "required": true
+        },
+        {
+          "name": "maxItems",
+          "description": "Stop after the page that brings this call's item count to this many.",
+          "schema": {"type": "integer", "minimum": 1}
+        },
+        {
+          "name": "maxPages",
+          "description": "Stop after this many pages.",
+          "schema": {"type": "integer", "minimum": 1}
+        },
+        {
+          "name": "progressToken",
+          "description": "Send `$/progress` notifications with this token.",
+          "schema": {"$ref": "#/components/schemas/ProgressToken"}
+        }
+      ],
+      "result": {"name": "summary", "schema": {"$ref": "#/components/schemas/LoadAllResult"}},
+      "errors": [
+        {"$ref": "#/components/errors/InvalidParams"},
+        {"$ref": "#/components/errors/UnknownCollection"},
+        {"$ref": "#/components/errors/UpstreamFailed"},
+        {"$ref": "#/components/errors/PageNotUnderstood"},
+        {"$ref": "#/components/errors/RequestCancelled"},
+        {"$ref": "#/components/errors/ShuttingDown"}
+      ],
+      "x-sends-notifications": ["page", "$/progress"],
+      "examples": [
+        {
+          "name": "whole collection",
+          "description": "The `cursor` collection of examples/nextpage.json, from fresh: three `page` notifications, then this reply.",
+          "params": [{"name": "collection", "value": "cursor"}],
+          "result": {
+            "name": "whole collection result",
+            "value": {"collection": "cursor", "pages": 3, "count": 8, "hasNext": false, "lastId": null}
+          }
+        },
+        {
+          "name": "two pages",
+          "params": [
+            {"name": "collection", "value": "cursor"},
+            {"name": "maxPages", "value": 2},
+            {"name": "progressToken", "value": "walk-1"}
+          ],
+          "result": {
+            "name": "two pages result",
+            "value": {"collection": "cursor", "pages": 2, "count": 6, "hasNext": true, "lastId": "eyJhZnRlciI6Nn0="}
+          }
+        }
+      ]
+    },
+    {
+      "name": "rpc.discover",
+      "summary": "This OpenRPC document.",
+      "description": "Returns Schemas/openrpc.json, as embedded in the binary.",
+      "paramStructure": "by-name",
+      "params": [],
+      "result": {"name": "document", "schema": {"$ref": "#/components/schemas/OpenRPCDocument"}},
+      "errors": [{"$ref": "#/components/errors/ShuttingDown"}]
+    },
+    {
+      "name": "initialize",
+      "summary": "Handshake for LSP and MCP client libraries; never required.",
+      "description": "Accepts any params (LSP's InitializeParams, MCP's, an array, or none) and ignores them. The `initialized` notification that such clients send next is accepted and ignored.",
+      "paramStructure": "either",
+      "params": [],
+      "result": {"name": "result", "schema": {"$ref": "#/components/schemas/InitializeResult"}},
+      "errors": [{"$ref": "#/components/errors/ShuttingDown"}],
+      "examples": [
+        {
+          "name": "initialize",
+          "params": [],
+          "result": {
+            "name": "initialize result",
+            "value": {
+              "serverInfo": {"name": "nextpage", "version": "0.1.0"},
+              "capabilities": {
+                "methods": [
+                  "load",
+                  "loadNext",
+                  "reset",
+                  "status",
+                  "collections",
+                  "items",
+                  "define",
+                  "loadAll",
+                  "rpc.discover",
+                  "initialize"
+                ]
+              }
+            }
+          }
+        }
+      ]
+    },
+    {
+      "name": "shutdown",
+      "summary": "Stop taking requests.",
+      "description": "Answers null. Requests sent after it get -32801; the `exit` notification then ends the process with status 0.",
+      "paramStructure": "by-name",
+      "params": [],
+      "result": {"name": "null", "schema": {"type": "null"}}
+    },
+    {
+      "name": "exit",
+      "summary": "Notification: end the process.",
+      "description": "Ends the process after the requests in flight finish (bounded by --drain-timeout): status 0 after `shutdown`, 1 without it (as in LSP). No reply.",
+      "paramStructure": "by-name",
+      "params": [],
+      "x-notification": true,
+      "x-direction": "client-to-server"
+    },
+    {
+      "name": "initialized",
+      "summary": "Notification: accepted and ignored.",
+      "description": "Sent by LSP and MCP client libraries after `initialize`; the server ignores it.",
+      "paramStructure": "either",
+      "params": [],
+      "x-notification": true,
+      "x-direction": "client-to-server"
+    },
+    {
+      "name": "$/cancelRequest",
+      "summary": "Notification: cancel a request in flight.",
+      "description": "The request with this id (if still in flight) ends with error -32800. Unknown ids are ignored. No reply.",
+      "paramStructure": "by-name",
+      "params": [
+        {
+          "name": "id",
+          "description": "The id of the request to cancel.",
+          "schema": {"$ref": "#/components/schemas/RequestId"},
+          "required": true
+        }
+      ],
+      "x-notification": true,
+      "x-direction": "client-to-server",
+      "examples": [{"name": "cancel", "params": [{"name": "id", "value": 7}]}]
+    }
+  ],
+  "x-notifications": [
+    {
+      "name": "page",
+      "summary": "Notification from the server: one page of a `loadAll` call.",
+      "description": "Sent for each page `loadAll` loads, before its reply. The params are the Page, by name.",
+      "paramStructure": "by-name",
+      "params": [
+        {
+          "name": "collection",
+          "schema": {"$ref": "#/components/schemas/Page/properties/collection"},
+          "required": true
+        },
+        {"name": "items", "schema": {"$ref": "#/components/schemas/Page/properties/items"}, "required": true},
+        {"name": "page", "schema": {"$ref": "#/components/schemas/Page/properties/page"}, "required": true},
+        {
+          "name": "hasNext",
+          "schema": {"$ref": "#/components/schemas/Page/properties/hasNext"},
+          "required": true
+        },
+        {
+          "name": "lastId",
+          "schema": {"$ref": "#/components/schemas/Page/properties/lastId"},
+          "required": true
+        },
+        {"name": "count", "schema": {"$ref": "#/components/schemas/Page/properties/count"}, "required": true},
+        {"name": "skipped", "schema": {"$ref": "#/components/schemas/Page/properties/skipped"}}
+      ],
+      "x-notification": true,
+      "x-direction": "server-to-client",
+      "x-params-schema": {"$ref": "#/components/schemas/Page"},
+      "examples": [
+        {
+          "name": "page 1",
+          "params": [
+            {"name": "collection", "value": "cursor"},
+            {
+              "name": "items",
+              "value": [{"id": 1, "name": "apple"}, {"id": 2, "name": "banana"}, {"id": 3, "name": "cherry"}]
+            },
+            {"name": "page", "value": 1},
+            {"name": "hasNext", "value": true},
+            {"name": "lastId", "value": "eyJhZnRlciI6M30="},
+            {"name": "count", "value": 3}
+          ]
+        }
+      ]
+    },
+    {
+      "name": "$/progress",
+      "summary": "Notification from the server: progress of a `loadAll` call that carried a `progressToken`.",
+      "paramStructure": "by-name",
+      "params": [
+        {
+          "name": "token",
+          "required": true,
+          "schema": {"$ref": "#/components/schemas/ProgressParams/properties/token"}
+        },
+        {
+          "name": "value",
+          "required": true,
+          "schema": {"$ref": "#/components/schemas/ProgressParams/properties/value"}
+        }
+      ],
+      "x-notification": true,
+      "x-direction": "server-to-client",
+      "x-params-schema": {"$ref": "#/components/schemas/ProgressParams"},
+      "examples": [
+        {
+          "name": "after page 2",
+          "params": [
+            {"name": "token", "value": "walk-1"},
+            {"name": "value", "value": {"kind": "report", "pages": 2, "count": 6}}
+          ]
+        }
+      ]
+    }
+  ],
+  "components": {
+    "schemas": {
+      "CollectionName": {
+        "title": "CollectionName",
+        "description": "The name of a collection: a key of `collections` in the config file, a name given to `define`, or \"demo\" (the built-in collection served when there is no config file).",
+        "type": "string",
+        "minLength": 1
+      },
+      "Cursor": {
+        "title": "Cursor",
+        "description": "A position in a paginated source, reported as `lastId`: an opaque string (cursor, next URL, string id) or an integer (page number, offset, numeric id). null means no cursor: a fresh collection, or the end of the source. In params, \"\" is the same as null.",
+        "type": ["string", "integer", "null"]
+      },
+      "Page": {
+        "title": "Page",
+        "description": "One page, as `load` and `loadNext` answer and as the `page` notification of `loadAll` carries it.",
+        "type": "object",
+        "required": ["collection", "items", "page", "hasNext", "lastId", "count"],
+        "additionalProperties": false,
+        "properties": {
+          "collection": {"$ref": "#/components/schemas/CollectionName"},
+          "items": {
+            "description": "The items of this page, exactly as the source sent them, in source order (after `dedupe`). Empty when `skipped`, or when the collection had already reached its end (no upstream call was made).",
+            "type": "array"
+          },
+          "page": {
+            "description": "The 1-based number of this page since the last `load`/`reset`. For a reply without a page (skipped, or already at the end): the number of pages loaded so far.",
+            "type": "integer",
+            "minimum": 0
+          },
+          "hasNext": {
+            "description": "Whether there is a page after this one. false ends the collection: further `loadNext` calls answer at once with no items.",
+            "type": "boolean"
+          },
+          "lastId": {
+            "description": "The cursor the next `loadNext` will send (the seeds' lastId); null once `hasNext` is false. Save it to resume later with `load`.",
+            "$ref": "#/components/schemas/Cursor"
+          },
+          "count": {
+            "description": "Items loaded so far in this collection, this page included.",
+            "type": "integer",
+            "minimum": 0
+          },
+          "skipped": {
+            "description": "Present (and true) only when `loadNext` was called with `\"ifLoading\": \"skip\"` while a load was in flight: nothing was loaded.",
+            "const": true
+          }
+        }
+      },
+      "State": {
+        "title": "State",
+        "description": "The state of a collection (the seeds' NextPageState).",
+        "type": "object",
+        "required": ["collection", "hasNext", "isLoading", "lastId", "count", "pages", "lastError"],
+        "additionalProperties": false,
+        "properties": {
+          "collection": {"$ref": "#/components/schemas/CollectionName"},
+          "hasNext": {
+            "description": "Whether `loadNext` would fetch another page (true on a fresh collection).",
+            "type": "boolean"
+          },
+          "isLoading": {"description": "Whether a load is in flight or queued.", "type": "boolean"},
+          "lastId": {
+            "description": "The cursor the next `loadNext` will send; null on a fresh collection (the first page is then loaded) and at the end.",
+            "$ref": "#/components/schemas/Cursor"
+          },
+          "count": {"description": "Items loaded so far.", "type": "integer", "minimum": 0},
+          "pages": {"description": "Pages loaded so far.", "type": "integer", "minimum": 0},
+          "lastError": {
+            "description": "Why the last load failed or why the collection was stopped (repeated cursor, too many empty pages); null when nothing went wrong.",
+            "type": ["string", "null"]
+          }
+        }
+      },
+      "ItemsResult": {
+        "title": "ItemsResult",
+        "description": "A slice of the items loaded so far.",
+        "type": "object",
+        "required": ["collection", "items", "count", "offset"],
+        "additionalProperties": false,
+        "properties": {
+          "collection": {"$ref": "#/components/schemas/CollectionName"},
+          "items": {
+            "description": "The items with absolute offsets from `offset`, at most `limit` of them.",
+            "type": "array"
+          },
+          "count": {
+            "description": "Items loaded so far in the collection (not the length of `items`).",
+            "type": "integer",
+            "minimum": 0
+          },
+          "offset": {
+            "description": "The absolute offset of the first item returned. Larger than the offset asked for when older items were dropped (`maxItems`); offsets count from the first item loaded since the last `load`/`reset`.",
+            "type": "integer",
+            "minimum": 0
+          }
+        }
+      },
+      "LoadAllResult": {
+        "title": "LoadAllResult",
+        "description": "What `loadAll` did; every page it loaded was sent before as a `page` notification.",
+        "type": "object",
+        "required": ["collection", "pages", "count", "hasNext", "lastId"],
+        "additionalProperties": false,
+        "properties": {
+          "collection": {"$ref": "#/components/schemas/CollectionName"},
+          "pages": {"description": "Pages loaded by this call.", "type": "integer", "minimum": 0},
+          "count": {"description": "Items loaded by this call.", "type": "integer", "minimum": 0},
+          "hasNext": {
+            "description": "false when the source was walked to its end; true when `maxItems` or `maxPages` stopped the call first (call `loadAll` or `loadNext` again to go on).",
+            "type": "boolean"
+          },
+          "lastId": {
+            "description": "The cursor the next `loadNext` will send (null at the end).",
+            "$ref": "#/components/schemas/Cursor"
+          }
+        }
+      },
+      "ProgressToken": {
+        "title": "ProgressToken",
+        "description": "A token chosen by the client, echoed in `$/progress` notifications (as in LSP).",
+        "type": ["string", "integer"]
+      },
+      "ProgressParams": {
+        "title": "ProgressParams",
+        "description": "The params of a `$/progress` notification.",
+        "type": "object",
+        "required": ["token", "value"],
+        "additionalProperties": false,
+        "properties": {
+          "token": {"$ref": "#/components/schemas/ProgressToken"},
+          "value": {
+            "type": "object",
+            "required": ["kind", "pages", "count"],
+            "additionalProperties": false,
+            "properties": {
+              "kind": {
+                "description": "begin: before the first page; report: after each page; end: when the call finishes with a result (when it fails, the error reply comes without an end).",
+                "enum": ["begin", "report", "end"]
+              },
+              "pages": {"description": "Pages loaded by the call so far.", "type": "integer", "minimum": 0},
+              "count": {"description": "Items loaded by the call so far.", "type": "integer", "minimum": 0}
+            }
+          }
+        }
+      },
+      "RequestId": {"title": "RequestId", "description": "A JSON-RPC request id.", "type": ["string", "number", "null"]},
+      "InitializeResult": {
+        "title": "InitializeResult",
+        "type": "object",
+        "required": ["serverInfo", "capabilities"],
+        "additionalProperties": false,
+        "properties": {
+          "serverInfo": {
+            "type": "object",
+            "required": ["name", "version"],
+            "additionalProperties": false,
+            "properties": {"name": {"const": "nextpage"}, "version": {"type": "string"}}
+          },
+          "capabilities": {
+            "type": "object",
+            "required": ["methods"],
+            "additionalProperties": false,
+            "properties": {
+              "methods": {
+                "description": "The request methods this server answers (besides `shutdown`).",
+                "type": "array",
+                "items": {"type": "string"}
+              }
+            }
+          }
+        }
+      },
+      "OpenRPCDocument": {
+        "title": "OpenRPCDocument",
+        "description": "An OpenRPC 1.3 document (https://spec.open-rpc.org): this one, `Schemas/openrpc.json`.",
+        "type": "object",
+        "required": ["openrpc", "info", "methods"],
+        "properties": {"openrpc": {"type": "string"}, "info": {"type": "object"}, "methods": {"type": "array"}}
+      },
+      "CollectionDefinition": {
+        "title": "CollectionDefinition",
+        "description": "One collection: where pages come from (`source`), how to walk them (`paging`), and per-collection options.",
+        "type": "object",
+        "required": ["source", "paging"],
+        "additionalProperties": false,
+        "properties": {
+          "source": {"$ref": "#/components/schemas/Source"},
+          "paging": {"$ref": "#/components/schemas/Paging"},
+          "pageSize": {
+            "description": "Items asked for per page, sent with every request (as `pageSizeParam`, or `paging.limitParam` for the offset strategy). When set, a page shorter than this ends the lastId, page and offset strategies.",
+            "type": "integer",
+            "minimum": 1
+          },
+          "pageSizeParam": {"description": "Query parameter that carries `pageSize`.", "type": "string", "minLength": 1},
+          "maxItems": {
+            "description": "Items kept for the `items` method; older items are dropped from the buffer (offsets stay absolute) while pages keep flowing.",
+            "type": "integer",
+            "minimum": 0,
+            "default": 100000
+          },
+          "prefetch": {
+            "description": "0: off. 1 or 2: after a page is delivered, fetch the next one in the background so the next `loadNext` answers at once.",
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 2,
+            "default": 0
+          },
+          "dedupe": {
+            "description": "Drop items whose id (`paging.id`, default \"/id\") was already delivered.",
+            "type": "boolean",
+            "default": false
+          },
+          "onRepeatedCursor": {
+            "description": "When the source hands back the cursor it was just asked for: `stop` delivers the page with `hasNext: false` and says why in `lastError`; `error` fails the request (-32003).",
+            "enum": ["stop", "error"],
+            "default": "stop"
+          },
+          "maxEmptyPages": {
+            "description": "Empty pages in a row that each claim there is more, after which the collection is stopped instead of looping.",
+            "type": "integer",
+            "minimum": 0,
+            "default": 10
+          }
+        },
+        "if": {
+          "required": ["source"],
+          "properties": {"source": {"required": ["type"], "properties": {"type": {"const": "file"}}}}
+        },
+        "then": {
+          "properties": {
+            "paging": {
+              "properties": {
+                "strategy": {
+                  "description": "The file source has no response headers, so it cannot serve the `link` strategy.",
+                  "not": {"const": "link"}
+                }
+              }
+            }
+          }
+        }
+      },
+      "Source": {
+        "title": "Source",
+        "description": "Where pages come from. This build serves `file` sources only.",
+        "oneOf": [{"$ref": "#/components/schemas/FileSource"}]
+      },
+      "FileSource": {
+        "title": "FileSource",
+        "description": "Hand-written pages in a folder: `dir/first.json` is the first page, then `dir/<cursor>.json` with the cursor percent-encoded byte by byte outside `A-Z a-z 0-9 - _` (cursor \"abc\" reads abc.json, \"a/b\" reads a%2Fb.json). For the page and offset strategies the cursor is the number (page 2 reads 2.json, offset 3 reads 3.json). A missing file is an upstream error (-32002) naming the file.",
+        "type": "object",
+        "required": ["type", "dir"],
+        "additionalProperties": false,
+        "properties": {
+          "type": {"const": "file"},
+          "dir": {
+            "description": "The folder of the pages; relative paths are resolved against the folder of the config file (for `define`, the server's config folder, else the working directory). Must exist.",
+            "type": "string",
+            "minLength": 1
+          }
+        }
+      },
+      "Paging": {
+        "title": "Paging",
+        "description": "How to walk the source: the strategy, where the cursor goes, and JSON Pointers (RFC 6901) into each page.",
+        "type": "object",
+        "required": ["strategy"],
+        "additionalProperties": false,
+        "properties": {
+          "strategy": {"$ref": "#/components/schemas/PagingStrategy"},
+          "param": {
+            "description": "Query parameter that carries the cursor. Default by strategy: cursor, link, nextUrl: \"cursor\"; lastId: \"since_id\"; page: \"page\"; offset: \"offset\".",
+            "type": "string",
+            "minLength": 1
+          },
+          "limitParam": {
+            "description": "Query parameter that carries `pageSize` for the offset strategy.",
+            "type": "string",
+            "minLength": 1,
+            "default": "limit"
+          },
+          "start": {
+            "description": "First page number (page strategy, default 1) or first offset (offset strategy, default 0).",
+            "type": "integer",
+            "minimum": 0
+          },
+          "bodyPointer": {
+            "description": "Where the cursor goes in a JSON request body, instead of the query (GraphQL: \"/variables/after\").",
+            "$ref": "#/components/schemas/JSONPointer"
+          },
+          "header": {
+            "description": "Request header that carries the cursor, instead of the query.",
+            "type": "string",
+            "minLength": 1
+          },
+          "items": {
+            "description": "The item array in a page (\"\" when the page is the array).",
+            "$ref": "#/components/schemas/JSONPointer",
+            "default": "/items"
+          },
+          "next": {
+            "description": "The next cursor (cursor strategy, default \"/next_cursor\") or the next page's URL (nextUrl strategy, default \"/next\"); a missing, null or empty value is the end.",
+            "$ref": "#/components/schemas/JSONPointer"
+          },
+          "id": {
+            "description": "An item's id, relative to the item (lastId strategy and `dedupe`, default \"/id\").",
+            "$ref": "#/components/schemas/JSONPointer"
+          },
+          "hasNext": {
+            "description": "A boolean in the page saying whether there is more; when given, it is the end test for every strategy.",
+            "$ref": "#/components/schemas/JSONPointer"
+          },
+          "total": {
+            "description": "The total number of items (page and offset strategies end when it is reached).",
+            "$ref": "#/components/schemas/JSONPointer"
+          }
+        }
+      },
+      "PagingStrategy": {
+        "title": "PagingStrategy",
+        "description": "cursor: next cursor read from the page (`next`). lastId: keyset paging, the cursor is the `id` of the last item. page: page numbers from `start` (1). offset: the cursor is the number of items loaded so far, from `start` (0). link: the RFC 8288 `Link: <...>; rel=\"next\"` response header (not with a file source). nextUrl: a full next-page URL read from the page (`next`).",
+        "enum": ["cursor", "lastId", "page", "offset", "link", "nextUrl"]
+      },
+      "JSONPointer": {
+        "title": "JSONPointer",
+        "description": "An RFC 6901 JSON Pointer: \"\" (the whole document) or \"/\"-separated tokens, with \"~0\" for \"~\" and \"~1\" for \"/\".",
+        "type": "string",
+        "pattern": "^(/([^~]|~[01])*)?$"
+      },
+      "ParseErrorData": {
+        "title": "ParseErrorData",
+        "description": "data of -32700: where jansson stopped. Absent when the input ended inside a framed message.",
+        "type": "object",
+        "required": ["line", "column", "position", "text"],
+        "additionalProperties": false,
+        "properties": {
+          "line": {"type": "integer"},
+          "column": {"type": "integer"},
+          "position": {"description": "Byte offset in the message.", "type": "integer"},
+          "text": {"description": "jansson's message.", "type": "string"}
+        }
+      },
+      "InvalidRequestData": {
+        "title": "InvalidRequestData",
+        "description": "data of -32600: what is wrong, as text; for a message larger than --max-message-bytes, its size and the limit.",
+        "oneOf": [
+          {"type": "string"},
+          {
+            "type": "object",
+            "required": ["size", "limit"],
+            "additionalProperties": false,
+            "properties": {"size": {"type": "integer", "minimum": 0}, "limit": {"type": "integer", "minimum": 0}}
+          }
+        ]
+      },
+      "MethodNotFoundData": {
+        "title": "MethodNotFoundData",
+        "description": "data of -32601.",
+        "type": "object",
+        "required": ["method"],
+        "additionalProperties": false,
+        "properties": {"method": {"type": "string"}}
+      },
+      "InvalidParamsData": {
+        "title": "InvalidParamsData",
+        "description": "data of -32602: the param at fault and what was expected.",
+        "type": "object",
+        "required": ["field", "expected"],
+        "additionalProperties": false,
+        "properties": {
+          "field": {"description": "The param name, or \"params\" when params is not an object.", "type": "string"},
+          "expected": {"type": "string"}
+        }
+      },
+      "UnknownCollectionData": {
+        "title": "UnknownCollectionData",
+        "description": "data of -32001.",
+        "type": "object",
+        "required": ["collection", "known"],
+        "additionalProperties": false,
+        "properties": {
+          "collection": {"type": "string"},
+          "known": {"description": "The defined collections, sorted.", "type": "array", "items": {"type": "string"}}
+        }
+      },
+      "UpstreamFailedData": {
+        "title": "UpstreamFailedData",
+        "description": "data of -32002: the source could not be read (network, HTTP status, timeout, missing page file).",
+        "type": "object",
+        "required": ["collection", "attempts", "retryable", "message"],
+        "additionalProperties": false,
+        "properties": {
+          "collection": {"type": "string"},
+          "status": {"description": "The HTTP status, when there was a response.", "type": "integer"},
+          "attempts": {"type": "integer", "minimum": 0},
+          "retryable": {"description": "Whether trying again may help.", "type": "boolean"},
+          "message": {"type": "string"}
+        }
+      },
+      "PageNotUnderstoodData": {
+        "title": "PageNotUnderstoodData",
+        "description": "data of -32003: the page is not JSON (line and column) or lacks what a pointer names (pointer).",
+        "type": "object",
+        "required": ["collection", "message"],
+        "additionalProperties": false,
+        "properties": {
+          "collection": {"type": "string"},
+          "pointer": {"type": "string"},
+          "line": {"type": "integer"},
+          "column": {"type": "integer"},
+          "message": {"type": "string"}
+        }
+      },
+      "InvalidDefinitionData": {
+        "title": "InvalidDefinitionData",
+        "description": "data of -32004: the field at fault, as a dotted path (`paging.strategy`), and what was expected.",
+        "type": "object",
+        "required": ["field", "expected"],
+        "additionalProperties": false,
+        "properties": {"field": {"type": "string"}, "expected": {"type": "string"}}
+      }
+    },
+    "errors": {
+      "ParseError": {
+        "code": -32700,
+        "message": "Parse error: end of file expected near 'x'",
+        "data": {"line": 1, "column": 3, "position": 3, "text": "end of file expected near 'x'"}
+      },
+      "InvalidRequest": {"code": -32600, "message": "Invalid Request: missing \"method\"", "data": "missing \"method\""},
+      "MethodNotFound": {"code": -32601, "message": "Method not found: loadPrevious", "data": {"method": "loadPrevious"}},
+      "InvalidParams": {
+        "code": -32602,
+        "message": "Invalid params: collection: expected a string",
+        "data": {"field": "collection", "expected": "a string"}
+      },
+      "InternalError": {"code": -32603, "message": "Internal error"},
+      "UnknownCollection": {
+        "code": -32001,
+        "message": "Unknown collection: freinds",
+        "data": {"collection": "freinds", "known": ["demo", "friends"]}
+      },
+      "UpstreamFailed": {
+        "code": -32002,
+        "message": "Upstream failed: cannot read page file 'abc.json' in 'pages/cursor': No such file or directory",
+        "data": {
+          "collection": "cursor",
+          "attempts": 1,
+          "retryable": false,
+          "message": "cannot read page file 'abc.json' in 'pages/cursor': No such file or directory"
+        }
+      },
+      "PageNotUnderstood": {
+        "code": -32003,
+        "message": "Upstream page not understood: expected an array of items at '/items'",
+        "data": {"collection": "friends", "pointer": "/items", "message": "expected an array of items at '/items'"}
+      },
+      "InvalidDefinition": {
+        "code": -32004,
+        "message": "Invalid collection definition: paging.strategy: expected one of cursor, lastId, page, offset, link, nextUrl",
+        "data": {"field": "paging.strategy", "expected": "one of cursor, lastId, page, offset, link, nextUrl"}
+      },
+      "RequestCancelled": {"code": -32800, "message": "Request cancelled"},
+      "ShuttingDown": {"code": -32801, "message": "Server is shutting down"}
+    }
+  }
 }
 """#
 
     /// `Schemas/config.schema.json`.
     public static let config = #"""
-{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}
+{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "title": "nextpage config",
+  "description": "The config file of nextpage (`--config FILE`, default ./nextpage.json): named collections, each a source of pages and a way to walk them. The same collection definition (`$defs/CollectionDefinition`) is what the `define` method takes, plus a `name`. The server rejects unknown fields everywhere. Relative `source.dir` paths are resolved against the folder of the config file. What this schema cannot check and the server does: that `source.dir` is an existing directory.",
+  "type": "object",
+  "required": ["collections"],
+  "additionalProperties": false,
+  "properties": {
+    "$schema": {
+      "description": "The schema of this file, for editors (for example \"../Schemas/config.schema.json\"); ignored by the server.",
+      "type": "string"
+    },
+    "collections": {
+      "description": "The collections, by name. A name is any non-empty string; it is the `collection` param of every collection method.",
+      "type": "object",
+      "propertyNames": {"minLength": 1},
+      "additionalProperties": {"$ref": "#/$defs/CollectionDefinition"}
+    }
+  },
+  "$defs": {
+    "CollectionDefinition": {
+      "title": "CollectionDefinition",
+      "description": "One collection: where pages come from (`source`), how to walk them (`paging`), and per-collection options.",
+      "type": "object",
+      "required": ["source", "paging"],
+      "additionalProperties": false,
+      "properties": {
+        "source": {"$ref": "#/$defs/Source"},
+        "paging": {"$ref": "#/$defs/Paging"},
+        "pageSize": {
+          "description": "Items asked for per page, sent with every request (as `pageSizeParam`, or `paging.limitParam` for the offset strategy). When set, a page shorter than this ends the lastId, page and offset strategies.",
+          "type": "integer",
+          "minimum": 1
+        },
+        "pageSizeParam": {
+          "description": "Query parameter that carries `pageSize`.",
+          "type": "string",
+          "minLength": 1
+        },
+        "maxItems": {
+          "description": "Items kept for the `items` method; older items are dropped from the buffer (offsets stay absolute) while pages keep flowing.",
+          "type": "integer",
+          "minimum": 0,
+          "default": 100000
+        },
+        "prefetch": {
+          "description": "0: off. 1 or 2: after a page is delivered, fetch the next one in the background so the next `loadNext` answers at once.",
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 2,
+          "default": 0
+        },
+        "dedupe": {
+          "description": "Drop items whose id (`paging.id`, default \"/id\") was already delivered.",
+          "type": "boolean",
+          "default": false
+        },
+        "onRepeatedCursor": {
+          "description": "When the source hands back the cursor it was just asked for: `stop` delivers the page with `hasNext: false` and says why in `lastError`; `error` fails the request (-32003).",
+          "enum": ["stop", "error"],
+          "default": "stop"
+        },
+        "maxEmptyPages": {
+          "description": "Empty pages in a row that each claim there is more, after which the collection is stopped instead of looping.",
+          "type": "integer",
+          "minimum": 0,
+          "default": 10
+        }
+      },
+      "if": {
+        "required": ["source"],
+        "properties": {"source": {"required": ["type"], "properties": {"type": {"const": "file"}}}}
+      },
+      "then": {
+        "properties": {
+          "paging": {
+            "properties": {
+              "strategy": {
+                "description": "The file source has no response headers, so it cannot serve the `link` strategy.",
+                "not": {"const": "link"}
+              }
+            }
+          }
+        }
+      }
+    },
+    "Source": {
+      "title": "Source",
+      "description": "Where pages come from. This build serves `file` sources only.",
+      "oneOf": [
+        {"$ref": "#/$defs/FileSource"}
+      ]
+    },
+    "FileSource": {
+      "title": "FileSource",
+      "description": "Hand-written pages in a folder: `dir/first.json` is the first page, then `dir/<cursor>.json` with the cursor percent-encoded byte by byte outside `A-Z a-z 0-9 - _` (cursor \"abc\" reads abc.json, \"a/b\" reads a%2Fb.json). For the page and offset strategies the cursor is the number (page 2 reads 2.json, offset 3 reads 3.json). A missing file is an upstream error (-32002) naming the file.",
+      "type": "object",
+      "required": ["type", "dir"],
+      "additionalProperties": false,
+      "properties": {
+        "type": {"const": "file"},
+        "dir": {
+          "description": "The folder of the pages; relative paths are resolved against the folder of the config file (for `define`, the server's config folder, else the working directory). Must exist.",
+          "type": "string",
+          "minLength": 1
+        }
+      }
+    },
+    "Paging": {
+      "title": "Paging",
+      "description": "How to walk the source: the strategy, where the cursor goes, and JSON Pointers (RFC 6901) into each page.",
+      "type": "object",
+      "required": ["strategy"],
+      "additionalProperties": false,
+      "properties": {
+        "strategy": {"$ref": "#/$defs/PagingStrategy"},
+        "param": {
+          "description": "Query parameter that carries the cursor. Default by strategy: cursor, link, nextUrl: \"cursor\"; lastId: \"since_id\"; page: \"page\"; offset: \"offset\".",
+          "type": "string",
+          "minLength": 1
+        },
+        "limitParam": {
+          "description": "Query parameter that carries `pageSize` for the offset strategy.",
+          "type": "string",
+          "minLength": 1,
+          "default": "limit"
+        },
+        "start": {
+          "description": "First page number (page strategy, default 1) or first offset (offset strategy, default 0).",
+          "type": "integer",
+          "minimum": 0
+        },
+        "bodyPointer": {
+          "description": "Where the cursor goes in a JSON request body, instead of the query (GraphQL: \"/variables/after\").",
+          "$ref": "#/$defs/JSONPointer"
+        },
+        "header": {
+          "description": "Request header that carries the cursor, instead of the query.",
+          "type": "string",
+          "minLength": 1
+        },
+        "items": {
+          "description": "The item array in a page (\"\" when the page is the array).",
+          "$ref": "#/$defs/JSONPointer",
+          "default": "/items"
+        },
+        "next": {
+          "description": "The next cursor (cursor strategy, default \"/next_cursor\") or the next page's URL (nextUrl strategy, default \"/next\"); a missing, null or empty value is the end.",
+          "$ref": "#/$defs/JSONPointer"
+        },
+        "id": {
+          "description": "An item's id, relative to the item (lastId strategy and `dedupe`, default \"/id\").",
+          "$ref": "#/$defs/JSONPointer"
+        },
+        "hasNext": {
+          "description": "A boolean in the page saying whether there is more; when given, it is the end test for every strategy.",
+          "$ref": "#/$defs/JSONPointer"
+        },
+        "total": {
+          "description": "The total number of items (page and offset strategies end when it is reached).",
+          "$ref": "#/$defs/JSONPointer"
+        }
+      }
+    },
+    "PagingStrategy": {
+      "title": "PagingStrategy",
+      "description": "cursor: next cursor read from the page (`next`). lastId: keyset paging, the cursor is the `id` of the last item. page: page numbers from `start` (1). offset: the cursor is the number of items loaded so far, from `start` (0). link: the RFC 8288 `Link: <...>; rel=\"next\"` response header (not with a file source). nextUrl: a full next-page URL read from the page (`next`).",
+      "enum": ["cursor", "lastId", "page", "offset", "link", "nextUrl"]
+    },
+    "JSONPointer": {
+      "title": "JSONPointer",
+      "description": "An RFC 6901 JSON Pointer: \"\" (the whole document) or \"/\"-separated tokens, with \"~0\" for \"~\" and \"~1\" for \"/\".",
+      "type": "string",
+      "pattern": "^(/([^~]|~[01])*)?$"
+    }
+  }
+}
 """#
 
 }

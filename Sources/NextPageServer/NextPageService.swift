@@ -14,17 +14,34 @@ public final class NextPageService: RPCHandler {
     let registry: Registry
     let validator: DefinitionValidator
     let logger: Logger
+    let upstream: UpstreamMode
 
-    public init(collections: [(name: String, definition: CollectionDefinition)], validator: DefinitionValidator, logger: Logger) {
-        self.registry = Registry(collections.map { ($0.name, $0.definition.makeCollection(name: $0.name)) })
+    /// A service for `collections`; `http` sources reach upstream as
+    /// `upstream` says (by default the network).
+    public init(
+        collections: [(name: String, definition: CollectionDefinition)], validator: DefinitionValidator, logger: Logger,
+        upstream: UpstreamMode = .live
+    ) {
+        self.registry = Registry(collections.map {
+            ($0.name, $0.definition.makeCollection(name: $0.name, upstream: upstream, logger: logger))
+        })
         self.validator = validator
         self.logger = logger
+        self.upstream = upstream
     }
 
     /// Every method this server answers (besides `$/cancelRequest`, `shutdown`, `exit`).
     public static let methods = [
         "load", "loadNext", "reset", "status", "collections", "items", "define", "loadAll", "rpc.discover", "initialize",
     ]
+
+    /// `Schemas/openrpc.json`, compacted once so it fits on one NDJSON line.
+    static let openRPCDocument: RawJSON = {
+        guard let parsed = try? JSON.parse(EmbeddedSchemas.openrpc) else {
+            preconditionFailure("the embedded OpenRPC document is not JSON")
+        }
+        return RawJSON(parsed)
+    }()
 
     public func admit(_ request: RPCRequest, context: RPCContext) async -> RPCWork {
         do {
@@ -43,7 +60,7 @@ public final class NextPageService: RPCHandler {
             ])
             return { @Sendable in result }
         case "rpc.discover":
-            let document = RawJSON(trusted: Array(EmbeddedSchemas.openrpc.utf8))
+            let document = Self.openRPCDocument
             return { @Sendable in document }
         case "collections":
             let all = await registry.all()
@@ -172,7 +189,7 @@ public final class NextPageService: RPCHandler {
         } catch {
             throw Wire.invalidDefinition(error)
         }
-        let collection = definition.makeCollection(name: name)
+        let collection = definition.makeCollection(name: name, upstream: upstream, logger: logger)
         if let replaced = await registry.set(name, collection) {
             await replaced.reset()
         }

@@ -7,6 +7,7 @@ import Dispatch
 import Jansson
 import JSONRPC
 import Logging
+import NextPage
 
 /// Settings of a server process (the `serve` flags of SPEC §7).
 public struct ServerSettings: Sendable {
@@ -15,6 +16,8 @@ public struct ServerSettings: Sendable {
     public var connection = ConnectionOptions()
     /// A process whose end ends the server (besides the parent).
     public var parentPid: Int32?
+    /// How `http` sources reach upstream: the network (default), recorded, or replayed.
+    public var upstream: UpstreamMode = .live
 
     public init() {}
 }
@@ -79,7 +82,7 @@ public enum ServerLauncher {
             // The reader of stdout is gone: nobody can receive anything more.
             _exit(141)
         }
-        let service = NextPageService(collections: loaded.collections, validator: loaded.validator, logger: logger)
+        let service = NextPageService(collections: loaded.collections, validator: loaded.validator, logger: logger, upstream: settings.upstream)
         let connection = Connection(input: 0, writer: writer, options: settings.connection, handler: service)
 
         var sources: [any DispatchSourceProtocol] = []
@@ -110,6 +113,8 @@ public enum ServerLauncher {
 
         let ending = await connection.run()
         for source in sources { source.cancel() }
+        // The shared HTTP client of `http` sources, if one was started.
+        await HTTPNetworkTransport.shared.shutdown()
         logger.debug("stopped", metadata: ["reason": "\(ending)"])
         return ending.exitCode
     }

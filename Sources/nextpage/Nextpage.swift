@@ -50,9 +50,39 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .info
 
+    @Option(help: ArgumentHelp(
+        "Append every http exchange to DIR/<collection>.jsonl (secrets redacted); DIR is created if missing.",
+        valueName: "DIR"))
+    var recordUpstream: String?
+
+    @Option(help: ArgumentHelp(
+        "Answer http sources from the recordings in DIR/<collection>.jsonl instead of the network.",
+        valueName: "DIR"))
+    var replayUpstream: String?
+
     func validate() throws {
         guard maxMessageBytes > 0 else { throw ValidationError("--max-message-bytes must be positive") }
         guard drainTimeout >= 0 else { throw ValidationError("--drain-timeout must not be negative") }
+        if recordUpstream != nil && replayUpstream != nil {
+            throw ValidationError("--record-upstream and --replay-upstream cannot be used together")
+        }
+        if let directory = recordUpstream {
+            guard !directory.isEmpty, makeDirectories(directory) else {
+                throw ValidationError("--record-upstream: cannot create the directory '\(directory)'")
+            }
+        }
+        if let directory = replayUpstream {
+            guard !directory.isEmpty, isDirectory(directory) else {
+                throw ValidationError("--replay-upstream: '\(directory)' is not a directory")
+            }
+        }
+    }
+
+    /// How `http` sources reach upstream, from the two flags.
+    var upstream: UpstreamMode {
+        if let directory = recordUpstream { return .record(directory: directory) }
+        if let directory = replayUpstream { return .replay(directory: directory) }
+        return .live
     }
 
     func run() async throws {
@@ -60,6 +90,7 @@ struct Serve: AsyncParsableCommand {
         var settings = ServerSettings()
         settings.configPath = config
         settings.parentPid = parentPid
+        settings.upstream = upstream
         settings.connection.framing = framing
         settings.connection.maxMessageBytes = maxMessageBytes
         settings.connection.drainTimeout = drainTimeout
@@ -120,6 +151,19 @@ extension Logger.Level: @retroactive ExpressibleByArgument {}
 func makeLogger(level: Logger.Level) -> Logger {
     LoggingSystem.bootstrap { label in StderrLogHandler(label: label, level: level) }
     return Logger(label: "nextpage")
+}
+
+func isDirectory(_ path: String) -> Bool {
+    var info = stat()
+    return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+}
+
+/// `mkdir -p`: true when `path` is a directory afterwards.
+func makeDirectories(_ path: String) -> Bool {
+    if isDirectory(path) { return true }
+    let parent = ServerLauncher.directoryName(of: path)
+    if parent != path && parent != "." && parent != "/" && !makeDirectories(parent) { return false }
+    return mkdir(path, 0o755) == 0 || isDirectory(path)
 }
 
 func printError(_ message: String) {

@@ -8,9 +8,9 @@ public struct OffsetStrategy: PagingStrategy {
 
     public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: Int) -> Advance {
         let current = request.cursor?.integerValue ?? request.paging.start
-        let next = current + Int64(page.items.count)
+        let (next, overflow) = current.addingReportingOverflow(Int64(page.items.count))
         return resolve(
-            next: .integer(next), page: page,
+            next: overflow ? nil : .integer(next), page: page,
             otherwise: !page.items.isEmpty && !isShort(page, request) && !reachedTotal(page, seen: next))
     }
 }

@@ -8,8 +8,10 @@ public struct PageNumberStrategy: PagingStrategy {
     public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: Int) -> Advance {
         let current = request.cursor?.integerValue ?? request.paging.start
         let seen = Int64(loadedBefore + page.items.count)
+        // Past the last page number there is nothing to ask for.
+        let (following, overflow) = current.addingReportingOverflow(1)
         return resolve(
-            next: .integer(current + 1), page: page,
+            next: overflow ? nil : .integer(following), page: page,
             otherwise: !page.items.isEmpty && !isShort(page, request) && !reachedTotal(page, seen: seen))
     }
 }

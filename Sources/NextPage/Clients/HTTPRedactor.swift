@@ -1,0 +1,133 @@
+import Jansson
+
+/// Keeps secrets out of logs, error messages and recordings.
+///
+/// A header is secret when its name is `Authorization`, `Proxy-Authorization`,
+/// `Cookie`, `Set-Cookie` or `X-Api-Key`, or contains `token`, `secret`,
+/// `key` or `auth` (case-insensitively); a query item is secret by the same
+/// name rule (plus `password`, `signature`), except the paging parameters.
+/// Secret values are replaced with `[redacted]`, and the values of the
+/// source's own secret headers and query items are also scrubbed from any
+/// text (a response that echoes a token back, for example).
+public struct HTTPRedactor: Sendable {
+    /// What a secret is replaced with.
+    public static let placeholder = "[redacted]"
+
+    private static let secretNames: Set<String> = ["authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"]
+    private static let secretFragments = ["token", "secret", "key", "auth"]
+    private static let secretQueryFragments = secretFragments + ["password", "signature"]
+
+    /// Query item names never redacted (they carry cursors and page sizes).
+    public let exemptQueryNames: Set<String>
+    /// Known secret values, longest first.
+    private let secrets: [String]
+
+    /// A redactor that scrubs nothing but what the name rules catch.
+    public init(exemptQueryNames: Set<String> = []) {
+        self.exemptQueryNames = exemptQueryNames
+        self.secrets = []
+    }
+
+    /// A redactor that also knows the secret values configured in `source`.
+    public init(source: HTTPSource, exemptQueryNames: Set<String>) {
+        self.exemptQueryNames = exemptQueryNames
+        var values: [String] = []
+        for header in source.headers where Self.isSecretHeader(header.name) {
+            values.append(header.value)
+            // `Bearer abc…`: the credential alone may be echoed back too.
+            if let last = header.value.split(separator: " ").last, last.count >= 6 { values.append(String(last)) }
+        }
+        for item in source.query where Self.isSecretQueryName(item.name) && !exemptQueryNames.contains(HTTPURL.encodeComponent(item.name)) {
+            values.append(item.value)
+        }
+        let url = HTTPURL.parts(source.url)
+        if let authority = url.authority, let at = authority.lastIndex(of: "@") {
+            values.append(String(authority[..<at]))
+        }
+        for item in url.query?.split(separator: "&") ?? [] {
+            let name = HTTPURL.queryName(String(item))
+            if Self.isSecretQueryName(name), !exemptQueryNames.contains(name), let equals = item.firstIndex(of: "=") {
+                values.append(String(item[item.index(after: equals)...]))
+            }
+        }
+        self.secrets = Array(Set(values.filter { $0.count >= 4 })).sorted { $0.count > $1.count }
+    }
+
+    /// The query parameters that carry cursors and page sizes, which are never redacted.
+    public static func pagingNames(_ paging: Paging, pageSizeParam: String?) -> Set<String> {
+        var names: Set<String> = [paging.param, paging.limitParam]
+        if let pageSizeParam { names.insert(pageSizeParam) }
+        return Set(names.map(HTTPURL.encodeComponent))
+    }
+
+    /// Whether a header with this name carries a secret.
+    public static func isSecretHeader(_ name: String) -> Bool {
+        let lower = name.lowercased()
+        return secretNames.contains(lower) || secretFragments.contains { lower.contains($0) }
+    }
+
+    /// Whether a query item with this (encoded or plain) name carries a secret.
+    public static func isSecretQueryName(_ name: String) -> Bool {
+        let lower = name.lowercased()
+        return secretQueryFragments.contains { lower.contains($0) }
+    }
+
+    /// Headers with every secret value replaced.
+    public func headers(_ headers: [(name: String, value: String)]) -> [(name: String, value: String)] {
+        headers.map { Self.isSecretHeader($0.name) ? ($0.name, Self.placeholder) : ($0.name, scrub($0.value)) }
+    }
+
+    /// A URL with user info and secret query values replaced; paging parameters are kept.
+    public func url(_ url: String) -> String {
+        var parts = HTTPURL.parts(url)
+        if let authority = parts.authority, let at = authority.lastIndex(of: "@") {
+            parts.authority = Self.placeholder + authority[at...]
+        }
+        if let query = parts.query {
+            parts.query = query.split(separator: "&", omittingEmptySubsequences: false).map { item -> String in
+                let name = HTTPURL.queryName(String(item))
+                guard Self.isSecretQueryName(name), !exemptQueryNames.contains(name), item.contains("=") else { return String(item) }
+                return name + "=" + Self.placeholder
+            }.joined(separator: "&")
+        }
+        return scrub(parts.text)
+    }
+
+    /// Text with every known secret value replaced.
+    public func scrub(_ text: String) -> String {
+        guard !secrets.isEmpty else { return text }
+        var result = text
+        for secret in secrets where result.firstRange(of: secret) != nil {
+            result = Self.replacing(secret, in: result)
+        }
+        return result
+    }
+
+    /// Bytes with every known secret value replaced (also in its JSON-escaped form).
+    public func scrub(_ bytes: [UInt8]) -> [UInt8] {
+        guard !secrets.isEmpty else { return bytes }
+        let text = String(decoding: bytes, as: UTF8.self)
+        var result = text
+        for secret in secrets {
+            var escaped: [UInt8] = []
+            RawJSON.appendString(secret, to: &escaped)
+            let forms = [secret, String(decoding: escaped.dropFirst().dropLast(), as: UTF8.self)]
+            for form in forms where result.firstRange(of: form) != nil {
+                result = Self.replacing(form, in: result)
+            }
+        }
+        return result == text ? bytes : Array(result.utf8)
+    }
+
+    private static func replacing(_ needle: String, in text: String) -> String {
+        var out = ""
+        var rest = Substring(text)
+        while let range = rest.firstRange(of: needle) {
+            out += rest[..<range.lowerBound]
+            out += placeholder
+            rest = rest[range.upperBound...]
+        }
+        out += rest
+        return out
+    }
+}

@@ -1,0 +1,144 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
+import Jansson
+
+/// Answers from a recording instead of the network (`--replay-upstream DIR`),
+/// so any `http` collection can be tested offline.
+///
+/// The file is the JSON Lines format `RecordingTransport` writes, read on
+/// the first request. A request matches a recorded one with the same method,
+/// the same URL (scheme and host compared case-insensitively, query items in
+/// any order, both redacted the same way) and the same JSON body. Identical
+/// requests get their recorded answers in recorded order; once those are used
+/// up, the last one is given again (so a refreshed collection replays too).
+/// A request nothing matches fails with `HTTPTransportError.unmatched`, as
+/// does every request when the file is missing or not a recording.
+/// Headers may also be recorded as arrays of strings (one header per value);
+/// `response.url`, when recorded, is where relative next-page URLs resolve.
+public actor ReplayTransport: HTTPTransport {
+    /// The recording read.
+    public nonisolated let file: String
+    public nonisolated let redactor: HTTPRedactor
+
+    struct Entry {
+        let method: String
+        let key: String
+        let body: JSON?
+        let response: HTTPExchangeResponse
+        var used = false
+    }
+
+    private var entries: [Entry]?
+    private var loadFailure: String?
+    /// How many requests were answered from the recording.
+    public private(set) var answered = 0
+
+    public init(file: String, redactor: HTTPRedactor = HTTPRedactor()) {
+        self.file = file
+        self.redactor = redactor
+    }
+
+    public func perform(_ request: HTTPExchangeRequest, timeout: Double, maxBodyBytes: Int) async throws(HTTPTransportError) -> HTTPExchangeResponse {
+        if Task.isCancelled { throw .cancelled }
+        if entries == nil && loadFailure == nil { await load() }
+        if Task.isCancelled { throw .cancelled }
+        if let loadFailure { throw .unmatched(loadFailure) }
+        let method = request.method.uppercased()
+        let key = Self.matchKey(redactor.url(request.url))
+        let body = request.body.flatMap { try? JSON.parse($0) }
+        var lastMatch: Int?
+        for index in entries!.indices {
+            let entry = entries![index]
+            guard entry.method == method, entry.key == key, Self.sameBody(entry.body, body) else { continue }
+            if !entry.used {
+                entries![index].used = true
+                return try answer(entry.response, maxBodyBytes: maxBodyBytes)
+            }
+            lastMatch = index
+        }
+        if let lastMatch { return try answer(entries![lastMatch].response, maxBodyBytes: maxBodyBytes) }
+        throw .unmatched("no recorded answer in \(file)")
+    }
+
+    private func answer(_ response: HTTPExchangeResponse, maxBodyBytes: Int) throws(HTTPTransportError) -> HTTPExchangeResponse {
+        guard response.body.count <= maxBodyBytes else { throw .bodyTooLarge(limit: maxBodyBytes) }
+        answered += 1
+        return response
+    }
+
+    private func load() async {
+        let path = file
+        let read = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: FileClient.readFile(path)) }
+        }
+        switch read {
+        case .failure(let error):
+            loadFailure = "no recording \(file) (\(String(cString: strerror(error.code))))"
+        case .success(let bytes):
+            var parsed: [Entry] = []
+            for (number, line) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+                let trimmed = line.last == UInt8(ascii: "\r") ? line.dropLast() : line
+                if trimmed.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+                guard let entry = Self.entry(Array(trimmed)) else {
+                    loadFailure = "\(file) line \(number + 1) is not a recorded exchange"
+                    return
+                }
+                parsed.append(entry)
+            }
+            entries = parsed
+        }
+    }
+
+    /// Reads one recorded exchange.
+    static func entry(_ line: [UInt8]) -> Entry? {
+        guard let json = try? JSON.parse(line), let request = json["request"], let response = json["response"],
+              let method = request["method"]?.string, let url = request["url"]?.string,
+              let status = response["status"]?.integer else { return nil }
+        var headers: [(name: String, value: String)] = []
+        for (name, value) in response["headers"]?.members ?? [] {
+            if let text = value.string {
+                headers.append((name, text))
+            } else if value.kind == .array {
+                for element in value.elements {
+                    guard let text = element.string else { return nil }
+                    headers.append((name, text))
+                }
+            } else {
+                return nil
+            }
+        }
+        let body: [UInt8]
+        switch response["body"] {
+        case nil: body = []
+        case let value?: body = value.kind == .string ? Array((value.string ?? "").utf8) : value.dump()
+        }
+        let requestBody = request["body"].flatMap { $0.isNull ? nil : $0 }
+        return Entry(
+            method: method.uppercased(), key: matchKey(url), body: requestBody,
+            response: HTTPExchangeResponse(status: Int(status), headers: headers, body: body, url: response["url"]?.string ?? url))
+    }
+
+    /// A URL as compared: scheme and authority lowercased, no fragment, query items sorted.
+    static func matchKey(_ url: String) -> String {
+        var parts = HTTPURL.parts(url)
+        parts.scheme = parts.scheme?.lowercased()
+        parts.authority = parts.authority?.lowercased()
+        parts.fragment = nil
+        if let query = parts.query {
+            parts.query = query.split(separator: "&", omittingEmptySubsequences: false).map(String.init).sorted().joined(separator: "&")
+        }
+        return parts.text
+    }
+
+    private static func sameBody(_ recorded: JSON?, _ sent: JSON?) -> Bool {
+        switch (recorded, sent) {
+        case (nil, nil): return true
+        case let (recorded?, sent?): return recorded.isEqual(to: sent)
+        default: return false
+        }
+    }
+}

@@ -1,0 +1,145 @@
+import XCTest
+
+/// One fetch per collection at a time, queueing, skip, reset and cancellation
+/// during a fetch, and collections loading concurrently (SPEC §4). A page file
+/// that is a FIFO keeps a fetch in flight until the test writes the page.
+final class ConcurrencyTests: EndToEndTestCase {
+    static let page1 = #"{"items": [{"id": 1}, {"id": 2}], "next_cursor": "p2"}"#
+    static let page2 = #"{"items": [{"id": 3}, {"id": 4}], "next_cursor": null}"#
+    static let loading = #"{"collection":"c","hasNext":true,"isLoading":true,"lastId":null,"count":0,"pages":0,"lastError":null}"#
+    static let fresh = #"{"collection":"c","hasNext":true,"isLoading":false,"lastId":null,"count":0,"pages":0,"lastError":null}"#
+    static let cancelled = #"{"code":-32800,"message":"<string>","data?":"<any>"}"#
+
+    /// A server with collection "c" whose first page is a FIFO; `p2.json` is a regular page.
+    func startWithBlockedFirstPage(arguments: [String] = []) throws -> (ServerHarness, Fifo) {
+        let directory = try temporaryDirectory()
+        let fifo = try makeFifo(directory + "/pages/first.json")
+        let server = try startServer(
+            config: fileConfig(paging: #"{"strategy": "cursor"}"#),
+            files: ["pages/p2.json": Self.page2], arguments: arguments, in: directory)
+        return (server, fifo)
+    }
+
+    func testFifoPageIsReadWhenTheTestWritesIt() throws {
+        let (server, fifo) = try startWithBlockedFirstPage()
+        try server.request("1", "loadNext", #"{"collection": "c"}"#)
+        try server.request("2", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.nextMessage(), rpcResult(2, Self.loading), "status while the first page is in flight")
+        fifo.write(Self.page1)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"c","items":[{"id":1},{"id":2}],"page":1,"hasNext":true,"lastId":"p2","count":2}"#))
+        try server.finish()
+    }
+
+    func testQueuedLoadNextCallsGetConsecutivePagesInOrder() throws {
+        let (server, fifo) = try startWithBlockedFirstPage()
+        try server.request("1", "loadNext", #"{"collection": "c"}"#)
+        try server.request("2", "loadNext", #"{"collection": "c"}"#)
+        try server.request("3", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.nextMessage(), rpcResult(3, Self.loading), "status while two loadNext wait")
+        fifo.write(Self.page1)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"c","items":[{"id":1},{"id":2}],"page":1,"hasNext":true,"lastId":"p2","count":2}"#))
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"c","items":[{"id":3},{"id":4}],"page":2,"hasNext":false,"lastId":null,"count":4}"#))
+        try server.finish()
+    }
+
+    func testSkipWhileLoadingReturnsAtOnce() throws {
+        let (server, fifo) = try startWithBlockedFirstPage()
+        try server.request("1", "loadNext", #"{"collection": "c"}"#)
+        try server.request("2", "loadNext", #"{"collection": "c", "ifLoading": "skip"}"#)
+        try expectMatch(server.nextMessage(), rpcResult(2, #"{"collection":"c","items":[],"page":"<int>","hasNext":true,"lastId":null,"count":0,"skipped":true}"#))
+        try server.request("3", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.nextMessage(), rpcResult(3, Self.loading))
+        fifo.write(Self.page1)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"c","items":[{"id":1},{"id":2}],"page":1,"hasNext":true,"lastId":"p2","count":2}"#))
+        // Idle: "skip" loads as usual (and the skipped call took no page).
+        try server.request("4", "loadNext", #"{"collection": "c", "ifLoading": "skip"}"#)
+        try expectMatch(server.reply("4"), rpcResult(4, #"{"collection":"c","items":[{"id":3},{"id":4}],"page":2,"hasNext":false,"lastId":null,"count":4}"#))
+        try server.finish()
+    }
+
+    func testResetWhileLoadingCancelsAndThePageNeverLands() throws {
+        let (server, fifo) = try startWithBlockedFirstPage()
+        try server.request("1", "loadNext", #"{"collection": "c"}"#)
+        try server.request("2", "loadNext", #"{"collection": "c"}"#)
+        try server.request("3", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.nextMessage(), rpcResult(3, Self.loading))
+        try server.request("4", "reset", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("4"), rpcResult(4, Self.fresh))
+        try expectMatch(server.reply("1"), rpcError(1, Self.cancelled), "the fetch in flight")
+        try expectMatch(server.reply("2"), rpcError(2, Self.cancelled), "the queued call")
+        // The page of the cancelled fetch arrives afterwards: it must not land.
+        fifo.write(#"{"items": [{"id": "stale"}], "next_cursor": "p2"}"#)
+        try fifo.waitWritten()
+        try server.request("5", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("5"), rpcResult(5, Self.fresh))
+        try server.request("6", "items", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("6"), rpcResult(6, #"{"collection":"c","items":[],"count":0,"offset":0}"#))
+        // The collection starts over from its first page.
+        try fifo.replace(withFile: #"{"items": [{"id": "fresh"}], "next_cursor": null}"#)
+        try server.request("7", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("7"), rpcResult(7, #"{"collection":"c","items":[{"id":"fresh"}],"page":1,"hasNext":false,"lastId":null,"count":1}"#))
+        try server.finish()
+    }
+
+    func testLoadWhileLoadingCancelsTheFetchInFlight() throws {
+        let (server, fifo) = try startWithBlockedFirstPage()
+        try server.request("1", "loadNext", #"{"collection": "c"}"#)
+        try server.request("2", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.nextMessage(), rpcResult(2, Self.loading))
+        // `load` resumes after a saved cursor: it does not need the blocked first page.
+        try server.request("3", "load", #"{"collection": "c", "lastId": "p2"}"#)
+        try expectMatch(server.reply("1"), rpcError(1, Self.cancelled))
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","items":[{"id":3},{"id":4}],"page":"<int>","hasNext":false,"lastId":null,"count":2}"#))
+        fifo.release()
+        try server.finish()
+    }
+
+    func testCancelRequestEndsTheCallAndTheCollectionStillWorks() throws {
+        let (server, fifo) = try startWithBlockedFirstPage()
+        try server.notify("$/cancelRequest", #"{"id": 99}"#)
+        try server.request("1", "loadNext", #"{"collection": "c"}"#)
+        try server.request(#""two""#, "loadNext", #"{"collection": "c"}"#)
+        try server.request("3", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.nextMessage(), rpcResult(3, Self.loading))
+        // The queued call first (a string id), then the one in flight.
+        try server.notify("$/cancelRequest", #"{"id": "two"}"#)
+        try expectMatch(server.nextMessage(), #"{"jsonrpc":"2.0","id":"two","error":\#(Self.cancelled)}"#, "the cancelled queued call")
+        try server.notify("$/cancelRequest", #"{"id": 1}"#)
+        try expectMatch(server.nextMessage(), rpcError(1, Self.cancelled), "the cancelled fetch")
+        try server.request("4", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("4"), rpcResult(4, Self.fresh))
+        // The abandoned read is released; the collection pages normally.
+        try fifo.replace(withFile: Self.page1)
+        try server.request("5", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("5"), rpcResult(5, #"{"collection":"c","items":[{"id":1},{"id":2}],"page":1,"hasNext":true,"lastId":"p2","count":2}"#))
+        try server.request("6", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("6"), rpcResult(6, #"{"collection":"c","items":[{"id":3},{"id":4}],"page":2,"hasNext":false,"lastId":null,"count":4}"#))
+        try server.finish()
+    }
+
+    func testDifferentCollectionsLoadConcurrently() throws {
+        let directory = try temporaryDirectory()
+        let fifo = try makeFifo(directory + "/slow/first.json")
+        let server = try startServer(
+            config: #"""
+                {"collections": {
+                  "slow": {"source": {"type": "file", "dir": "slow"}, "paging": {"strategy": "cursor"}},
+                  "fast": {"source": {"type": "file", "dir": "fast"}, "paging": {"strategy": "cursor"}}
+                }}
+                """#,
+            files: ["fast/first.json": #"{"items": ["f1"], "next_cursor": null}"#], in: directory)
+        try server.request("1", "loadNext", #"{"collection": "slow"}"#)
+        try server.request("2", "loadNext", #"{"collection": "fast"}"#)
+        try expectMatch(server.nextMessage(), rpcResult(2, #"{"collection":"fast","items":["f1"],"page":1,"hasNext":false,"lastId":null,"count":1}"#),
+                        "the fast collection answers while the slow one is blocked")
+        try server.request("3", "collections")
+        let states = try server.reply("3")
+        try expectUnorderedMatch(try XCTUnwrap(states["result"]), [
+            #"{"collection":"fast","hasNext":false,"isLoading":false,"lastId":null,"count":1,"pages":1,"lastError":null}"#,
+            #"{"collection":"slow","hasNext":true,"isLoading":true,"lastId":null,"count":0,"pages":0,"lastError":null}"#,
+        ])
+        fifo.write(#"{"items": ["s1"], "next_cursor": null}"#)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"slow","items":["s1"],"page":1,"hasNext":false,"lastId":null,"count":1}"#))
+        try server.finish()
+    }
+}

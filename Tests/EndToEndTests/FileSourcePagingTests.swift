@@ -1,0 +1,255 @@
+import XCTest
+
+/// Paging over `file` sources with hand-written pages (SPEC §3, §4, §5, §6).
+final class FileSourcePagingTests: EndToEndTestCase {
+
+    func testCursorStrategyAcrossThreePagesEndsOnNullCursor() throws {
+        let server = try startServer(
+            config: fileConfig(paging: #"{"strategy": "cursor", "items": "/items", "next": "/next_cursor"}"#),
+            files: [
+                "pages/first.json": #"{"items": [{"id": 1}, {"id": 2}], "next_cursor": "c2"}"#,
+                "pages/c2.json": #"{"items": [{"id": 3}], "next_cursor": "c3"}"#,
+                "pages/c3.json": #"{"items": [{"id": 4}, {"id": 5}], "next_cursor": null}"#,
+            ])
+        try server.request("1", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"c","hasNext":true,"isLoading":false,"lastId":null,"count":0,"pages":0,"lastError":null}"#))
+        try server.request("2", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"c","items":[{"id":1},{"id":2}],"page":1,"hasNext":true,"lastId":"c2","count":2}"#))
+        try server.request("3", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","items":[{"id":3}],"page":2,"hasNext":true,"lastId":"c3","count":3}"#))
+        try server.request("4", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("4"), rpcResult(4, #"{"collection":"c","items":[{"id":4},{"id":5}],"page":3,"hasNext":false,"lastId":null,"count":5}"#))
+
+        // After the end: no upstream call (the files are gone), items [] and hasNext false.
+        for name in ["first", "c2", "c3"] { try FileManager.default.removeItem(atPath: server.directory + "/pages/\(name).json") }
+        try server.request("5", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("5"), rpcResult(5, #"{"collection":"c","items":[],"page":"<int>","hasNext":false,"lastId":null,"count":5}"#))
+        try server.request("6", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("6"), rpcResult(6, #"{"collection":"c","hasNext":false,"isLoading":false,"lastId":null,"count":5,"pages":3,"lastError":null}"#))
+        try server.request("7", "items", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("7"), rpcResult(7, #"{"collection":"c","items":[{"id":1},{"id":2},{"id":3},{"id":4},{"id":5}],"count":5,"offset":0}"#))
+        try server.finish()
+    }
+
+    func testCursorStrategyEndsOnEmptyOrMissingCursor() throws {
+        let server = try startServer(
+            config: #"""
+                {"collections": {
+                  "empty": {"source": {"type": "file", "dir": "a"}, "paging": {"strategy": "cursor"}},
+                  "missing": {"source": {"type": "file", "dir": "b"}, "paging": {"strategy": "cursor", "next": "/meta/next"}}
+                }}
+                """#,
+            files: [
+                "a/first.json": #"{"items": ["x"], "next_cursor": ""}"#,
+                "b/first.json": #"{"items": ["y"], "meta": {}}"#,
+            ])
+        try server.request("1", "loadNext", #"{"collection": "empty"}"#)
+        try server.request("2", "loadNext", #"{"collection": "missing"}"#)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"empty","items":["x"],"page":1,"hasNext":false,"lastId":null,"count":1}"#))
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"missing","items":["y"],"page":1,"hasNext":false,"lastId":null,"count":1}"#))
+        try server.finish()
+    }
+
+    func testLastIdStrategyEndsOnShortPage() throws {
+        let server = try startServer(
+            config: #"""
+                {"collections": {
+                  "n": {"source": {"type": "file", "dir": "n"}, "paging": {"strategy": "lastId", "items": "/items", "id": "/id"}, "pageSize": 2},
+                  "s": {"source": {"type": "file", "dir": "s"}, "paging": {"strategy": "lastId", "items": "/results", "id": "/key/name"}}
+                }}
+                """#,
+            files: [
+                "n/first.json": #"{"items": [{"id": 10, "v": "a"}, {"id": 11, "v": "b"}]}"#,
+                "n/11.json": #"{"items": [{"id": 12}, {"id": 13}]}"#,
+                "n/13.json": #"{"items": [{"id": 14}]}"#,
+                "s/first.json": #"{"results": [{"key": {"name": "x/1"}}, {"key": {"name": "x/2"}}]}"#,
+                "s/x%2F2.json": #"{"results": []}"#,
+            ])
+        try server.request("1", "loadNext", #"{"collection": "n"}"#)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"n","items":[{"id":10,"v":"a"},{"id":11,"v":"b"}],"page":1,"hasNext":true,"lastId":11,"count":2}"#))
+        try server.request("2", "loadNext", #"{"collection": "n"}"#)
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"n","items":[{"id":12},{"id":13}],"page":2,"hasNext":true,"lastId":13,"count":4}"#))
+        try server.request("3", "loadNext", #"{"collection": "n"}"#)
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"n","items":[{"id":14}],"page":3,"hasNext":false,"lastId":null,"count":5}"#))
+
+        // String ids (read through a deeper pointer) and the end by an empty page.
+        try server.request("4", "loadNext", #"{"collection": "s"}"#)
+        try expectMatch(server.reply("4"), rpcResult(4, #"{"collection":"s","items":[{"key":{"name":"x/1"}},{"key":{"name":"x/2"}}],"page":1,"hasNext":true,"lastId":"x/2","count":2}"#))
+        try server.request("5", "loadNext", #"{"collection": "s"}"#)
+        try expectMatch(server.reply("5"), rpcResult(5, #"{"collection":"s","items":[],"page":2,"hasNext":false,"lastId":null,"count":2}"#))
+        try server.finish()
+    }
+
+    func testPageStrategyEndsByTotal() throws {
+        let server = try startServer(
+            config: fileConfig(paging: #"{"strategy": "page", "items": "/data", "total": "/meta/total"}"#),
+            files: [
+                "pages/first.json": #"{"data": ["a", "b"], "meta": {"total": 6}}"#,
+                "pages/2.json": #"{"data": ["c", "d"], "meta": {"total": 6}}"#,
+                "pages/3.json": #"{"data": ["e", "f"], "meta": {"total": 6}}"#,
+            ])
+        try server.request("1", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"c","items":["a","b"],"page":1,"hasNext":true,"lastId":2,"count":2}"#))
+        try server.request("2", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"c","items":["c","d"],"page":2,"hasNext":true,"lastId":3,"count":4}"#))
+        // A full page, but the total is reached: the end (4.json does not exist).
+        try server.request("3", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","items":["e","f"],"page":3,"hasNext":false,"lastId":null,"count":6}"#))
+        try server.finish()
+    }
+
+    func testOffsetStrategyEndsOnShortPage() throws {
+        let server = try startServer(
+            config: fileConfig(paging: #"{"strategy": "offset", "items": ""}"#, extra: #""pageSize": 2"#),
+            files: [
+                "pages/first.json": #"[{"n": 1}, {"n": 2}]"#,
+                "pages/2.json": #"[{"n": 3}, {"n": 4}]"#,
+                "pages/4.json": #"[{"n": 5}]"#,
+            ])
+        try server.request("1", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"c","items":[{"n":1},{"n":2}],"page":1,"hasNext":true,"lastId":2,"count":2}"#))
+        try server.request("2", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"c","items":[{"n":3},{"n":4}],"page":2,"hasNext":true,"lastId":4,"count":4}"#))
+        try server.request("3", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","items":[{"n":5}],"page":3,"hasNext":false,"lastId":null,"count":5}"#))
+        try server.finish()
+    }
+
+    static let fivePages = [
+        "pages/first.json": #"{"items": [{"id": 1}, {"id": 2}], "next_cursor": "b"}"#,
+        "pages/b.json": #"{"items": [{"id": 3}, {"id": 4}], "next_cursor": "c"}"#,
+        "pages/c.json": #"{"items": [{"id": 5}], "next_cursor": null}"#,
+    ]
+
+    func testItemsWithOffsetAndLimit() throws {
+        let server = try startServer(config: fileConfig(paging: #"{"strategy": "cursor"}"#), files: Self.fivePages)
+        try server.request("1", "items", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"c","items":[],"count":0,"offset":0}"#))
+        for id in 2...4 {
+            try server.request("\(id)", "loadNext", #"{"collection": "c"}"#)
+            _ = try server.reply("\(id)")
+        }
+        try server.request("5", "items", #"{"collection": "c", "offset": 1, "limit": 2}"#)
+        try expectMatch(server.reply("5"), rpcResult(5, #"{"collection":"c","items":[{"id":2},{"id":3}],"count":5,"offset":1}"#))
+        try server.request("6", "items", #"{"collection": "c", "offset": 4, "limit": 10}"#)
+        try expectMatch(server.reply("6"), rpcResult(6, #"{"collection":"c","items":[{"id":5}],"count":5,"offset":4}"#))
+        try server.request("7", "items", #"{"collection": "c", "offset": 1, "limit": 0}"#)
+        try expectMatch(server.reply("7"), rpcResult(7, #"{"collection":"c","items":[],"count":5,"offset":1}"#))
+        try server.request("8", "items", #"{"collection": "c", "limit": 3}"#)
+        try expectMatch(server.reply("8"), rpcResult(8, #"{"collection":"c","items":[{"id":1},{"id":2},{"id":3}],"count":5,"offset":0}"#))
+        try server.request("9", "items", #"{"collection": "c", "offset": -1}"#)
+        try expectMatch(server.reply("9"), rpcError(9, #"{"code":-32602,"message":"<string>","data":{"field":"offset","expected":"<string>"}}"#))
+        try server.request("10", "items", #"{"collection": "c", "limit": "all"}"#)
+        try expectMatch(server.reply("10"), rpcError(10, #"{"code":-32602,"message":"<string>","data":{"field":"limit","expected":"<string>"}}"#))
+        try server.finish()
+    }
+
+    func testMaxItemsKeepsTheNewestWithAbsoluteOffsets() throws {
+        let server = try startServer(
+            config: fileConfig(paging: #"{"strategy": "cursor"}"#, extra: #""maxItems": 5"#),
+            files: [
+                "pages/first.json": #"{"items": [{"id": 1}, {"id": 2}, {"id": 3}], "next_cursor": "p2"}"#,
+                "pages/p2.json": #"{"items": [{"id": 4}, {"id": 5}, {"id": 6}], "next_cursor": "p3"}"#,
+                "pages/p3.json": #"{"items": [{"id": 7}, {"id": 8}, {"id": 9}], "next_cursor": null}"#,
+            ])
+        // Pages still flow past the limit.
+        try server.request("1", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"c","items":[{"id":1},{"id":2},{"id":3}],"page":1,"hasNext":true,"lastId":"p2","count":3}"#))
+        try server.request("2", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"c","items":[{"id":4},{"id":5},{"id":6}],"page":2,"hasNext":true,"lastId":"p3","count":6}"#))
+        try server.request("3", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","items":[{"id":7},{"id":8},{"id":9}],"page":3,"hasNext":false,"lastId":null,"count":9}"#))
+        try server.request("4", "items", #"{"collection": "c", "offset": 0}"#)
+        try expectMatch(server.reply("4"), rpcResult(4, #"{"collection":"c","items":[{"id":5},{"id":6},{"id":7},{"id":8},{"id":9}],"count":9,"offset":4}"#))
+        try server.request("5", "items", #"{"collection": "c", "offset": 6, "limit": 2}"#)
+        try expectMatch(server.reply("5"), rpcResult(5, #"{"collection":"c","items":[{"id":7},{"id":8}],"count":9,"offset":6}"#))
+        try server.request("6", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("6"), rpcResult(6, #"{"collection":"c","hasNext":false,"isLoading":false,"lastId":null,"count":9,"pages":3,"lastError":null}"#))
+        try server.finish()
+    }
+
+    func testMissingPageFileIsAnUpstreamErrorAndTheRetryGetsTheSamePage() throws {
+        let server = try startServer(
+            config: fileConfig(paging: #"{"strategy": "cursor"}"#),
+            files: ["pages/first.json": #"{"items": [{"id": 1}], "next_cursor": "two"}"#])
+        try server.request("1", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"c","items":[{"id":1}],"page":1,"hasNext":true,"lastId":"two","count":1}"#))
+        try server.request("2", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("2"), rpcError(2, #"""
+            {"code":-32002,"message":"<string>","data":{"collection":"c","attempts":"<int>","retryable":"<bool>",
+             "message":"<contains:two.json>"}}
+            """#))
+        // The cursor stayed; lastError records the failure.
+        try server.request("3", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","hasNext":true,"isLoading":false,"lastId":"two","count":1,"pages":1,"lastError":"<contains:two.json>"}"#))
+        try writeFile(server.directory + "/pages/two.json", #"{"items": [{"id": 2}], "next_cursor": null}"#)
+        try server.request("4", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("4"), rpcResult(4, #"{"collection":"c","items":[{"id":2}],"page":2,"hasNext":false,"lastId":null,"count":2}"#))
+        try server.finish()
+    }
+
+    func testMalformedPageIsNotUnderstoodWithLineAndColumn() throws {
+        let server = try startServer(
+            config: fileConfig(paging: #"{"strategy": "cursor"}"#),
+            files: ["pages/first.json": "{\"items\": [1,\n  2,, 3]}\n"])
+        try server.request("1", "loadNext", #"{"collection": "c"}"#)
+        let reply = try server.reply("1")
+        try expectMatch(reply, rpcError(1, #"""
+            {"code":-32003,"message":"<string>","data":{"collection":"c","line":2,"column":"<int>","message?":"<string>"}}
+            """#))
+        let column = try XCTUnwrap(reply["error"]?["data"]?["column"]?.intValue)
+        XCTAssert((4...6).contains(column), "column \(column) should point at the second comma of line 2")
+        // A failed first page leaves a fresh collection with lastError set.
+        try server.request("2", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"c","hasNext":true,"isLoading":false,"lastId":null,"count":0,"pages":0,"lastError":"<string>"}"#))
+        try server.finish()
+    }
+
+    func testMissingItemsPointerIsNotUnderstoodNamingThePointer() throws {
+        let server = try startServer(
+            config: fileConfig(paging: #"{"strategy": "cursor", "items": "/data/items"}"#),
+            files: ["pages/first.json": #"{"data": {"list": [1, 2]}, "next_cursor": "x"}"#])
+        try server.request("1", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("1"), rpcError(1, #"""
+            {"code":-32003,"message":"<string>","data":{"collection":"c","pointer":"/data/items","message?":"<string>"}}
+            """#))
+        try server.finish()
+    }
+
+    func testFailedFirstPageOfAReloadLeavesAFreshCollection() throws {
+        let server = try startServer(config: fileConfig(paging: #"{"strategy": "cursor"}"#), files: Self.fivePages)
+        for id in 1...2 {
+            try server.request("\(id)", "loadNext", #"{"collection": "c"}"#)
+            _ = try server.reply("\(id)")
+        }
+        try server.request("3", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","hasNext":true,"isLoading":false,"lastId":"c","count":4,"pages":2,"lastError":null}"#))
+        try writeFile(server.directory + "/pages/first.json", "this is not json")
+        try server.request("4", "load", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("4"), rpcError(4, #"""
+            {"code":-32003,"message":"<string>","data":{"collection":"c","line":1,"column":"<int>","message?":"<string>"}}
+            """#))
+        try server.request("5", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("5"), rpcResult(5, #"{"collection":"c","hasNext":true,"isLoading":false,"lastId":null,"count":0,"pages":0,"lastError":"<string>"}"#))
+        try server.request("6", "items", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("6"), rpcResult(6, #"{"collection":"c","items":[],"count":0,"offset":0}"#))
+        // A good first page again: paging starts over.
+        try writeFile(server.directory + "/pages/first.json", Self.fivePages["pages/first.json"]!)
+        try server.request("7", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("7"), rpcResult(7, #"{"collection":"c","items":[{"id":1},{"id":2}],"page":1,"hasNext":true,"lastId":"b","count":2}"#))
+        try server.finish()
+    }
+
+    func testLoadRefreshesAndLoadWithLastIdResumes() throws {
+        let server = try startServer(config: fileConfig(paging: #"{"strategy": "cursor"}"#), files: Self.fivePages)
+        for id in 1...2 {
+            try server.request("\(id)", "loadNext", #"{"collection": "c"}"#)
+            _ = try server.reply("\(id)")
+        }
+        try server.request("3", "load", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","items":[{"id":1},{"id":2}],"page":1,"hasNext":true,"lastId":"b","count":2}"#))
+        try server.request("4", "load", #"{"collection": "c", "lastId": "c"}"#)
+        try expectMatch(server.reply("4"), rpcResult(4, #"{"collection":"c","items":[{"id":5}],"page":"<int>","hasNext":false,"lastId":null,"count":1}"#))
+        try server.finish()
+    }
+}

@@ -1,0 +1,208 @@
+import Foundation
+import Jansson
+import NextPage
+import XCTest
+
+/// A deterministic generator (SplitMix64), so failures reproduce.
+private struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+final class FileClientTests: XCTestCase {
+    private var base = ""
+
+    override func setUpWithError() throws {
+        base = NSTemporaryDirectory() + "nextpage-fileclient-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: base + "/pages", withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: base)
+    }
+
+    private func write(_ path: String, _ text: String) throws {
+        try Data(text.utf8).write(to: URL(fileURLWithPath: base + "/" + path))
+    }
+
+    private func request(_ cursor: Cursor?, first: Bool = false) -> PageRequest {
+        PageRequest(cursor: cursor, isFirstPage: first, paging: Paging(strategy: .cursor), options: CollectionOptions())
+    }
+
+    /// Reverses the percent-encoding.
+    private func decodePercent(_ text: String) -> [UInt8]? {
+        var out: [UInt8] = []
+        var iterator = Array(text.utf8).makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else { out.append(byte); continue }
+            guard let high = iterator.next(), let low = iterator.next(),
+                  let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) else { return nil }
+            out.append(value)
+        }
+        return out
+    }
+
+    // MARK: Encoding
+
+    func testEncodeExamples() {
+        XCTAssertEqual(FileClient.encode(cursor: "../x"), "%2E%2E%2Fx")
+        XCTAssertEqual(FileClient.encode(cursor: "abc-XYZ_019"), "abc-XYZ_019")
+        XCTAssertEqual(FileClient.encode(cursor: "a b+c"), "a%20b%2Bc")
+        XCTAssertEqual(FileClient.encode(cursor: "%"), "%25")
+        XCTAssertEqual(FileClient.encode(cursor: "~."), "%7E%2E")
+        XCTAssertEqual(FileClient.encode(cursor: "\u{0}"), "%00")
+        XCTAssertEqual(FileClient.encode(cursor: "é"), "%C3%A9")
+        XCTAssertEqual(FileClient.encode(cursor: "a\\b"), "a%5Cb")
+    }
+
+    func testEncodedCursorsNeverContainSlashOrStartWithDot() {
+        var strings = ["/", ".", "..", "...", "./", "../", "/etc/passwd", "%", "%2F", "%2E%2E%2F", "\u{0}", "a\u{0}/b",
+                       "é", "日本/語", "😀/..", "\\..\\", ".hidden", " .", "\n", String(repeating: "../", count: 10_000),
+                       String(repeating: "é", count: 5000)]
+        var generator = SplitMix64(state: 0x6E65_7874_7061_6765)
+        let pool: [ClosedRange<UInt32>] = [0...0x7F, 0x2E...0x2F, 0x80...0x7FF, 0x800...0xD7FF, 0xE000...0xFFFF, 0x10000...0x10FFFF]
+        for _ in 0..<2000 {
+            let length = Int.random(in: 0...40, using: &generator)
+            var scalars = String.UnicodeScalarView()
+            for _ in 0..<length {
+                let range = pool.randomElement(using: &generator)!
+                if let scalar = Unicode.Scalar(UInt32.random(in: range, using: &generator)) { scalars.append(scalar) }
+            }
+            strings.append(String(scalars))
+        }
+        // Arbitrary bytes, decoded leniently as the server would see them.
+        for _ in 0..<500 {
+            let bytes = (0..<Int.random(in: 1...64, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            strings.append(String(decoding: bytes, as: UTF8.self))
+        }
+        let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_%".utf8)
+        for string in strings {
+            let encoded = FileClient.encode(cursor: string)
+            XCTAssertFalse(encoded.contains("/"), string.debugDescription)
+            XCTAssertFalse(encoded.hasPrefix("."), string.debugDescription)
+            XCTAssertFalse(encoded.contains("."), string.debugDescription)
+            XCTAssertTrue(encoded.utf8.allSatisfy(allowed.contains), string.debugDescription)
+            XCTAssertEqual(decodePercent(encoded), Array(string.utf8), "encoding is reversible: \(string.debugDescription)")
+            let name = FileClient.fileName(for: request(.string(string)))
+            XCTAssertFalse(name.contains("/"), string.debugDescription)
+            XCTAssertTrue(name.hasSuffix(".json"))
+        }
+    }
+
+    func testFileNames() {
+        XCTAssertEqual(FileClient.fileName(for: request(nil, first: true)), "first.json")
+        XCTAssertEqual(FileClient.fileName(for: request(.string("c2"))), "c2.json")
+        XCTAssertEqual(FileClient.fileName(for: request(.integer(3))), "3.json", "page and offset cursors are numbers")
+        XCTAssertEqual(FileClient.fileName(for: request(.string("../secret"))), "%2E%2E%2Fsecret.json")
+        // The first page of a page-strategy source is first.json even though it carries a cursor.
+        let firstPage = PageRequest(cursor: .integer(1), isFirstPage: true, paging: Paging(strategy: .page), options: CollectionOptions())
+        XCTAssertEqual(FileClient.fileName(for: firstPage), "first.json")
+    }
+
+    // MARK: Reading
+
+    func testFetchReadsFirstAndEncodedCursorFiles() async throws {
+        try write("pages/first.json", #"{"items": [1], "next_cursor": "c 2"}"#)
+        try write("pages/c%202.json", #"{"items": [2], "next_cursor": null}"#)
+        let client = FileClient(directory: base + "/pages")
+        let first = try await client.fetch(request(nil, first: true))
+        XCTAssertEqual(String(decoding: first.body, as: UTF8.self), #"{"items": [1], "next_cursor": "c 2"}"#)
+        let second = try await client.fetch(request(.string("c 2")))
+        XCTAssertEqual(String(decoding: second.body, as: UTF8.self), #"{"items": [2], "next_cursor": null}"#)
+        // A trailing slash on the directory is fine.
+        let slashed = try await FileClient(directory: base + "/pages/").fetch(request(nil, first: true))
+        XCTAssertEqual(slashed.body, first.body)
+    }
+
+    func testHostileCursorStaysInTheDirectory() async throws {
+        try write("secret.json", #"{"items": ["SECRET"]}"#)
+        let client = FileClient(directory: base + "/pages")
+        do {
+            let response = try await client.fetch(request(.string("../secret")))
+            XCTFail("read a file outside the directory: \(String(decoding: response.body, as: UTF8.self))")
+        } catch LoadError.upstream(let failure) {
+            XCTAssertTrue(failure.message.contains("%2E%2E%2Fsecret.json"), failure.message)
+            XCTAssertFalse(failure.retryable)
+        }
+        // The encoded name is a file inside the directory like any other.
+        try write("pages/%2E%2E%2Fsecret.json", #"{"items": ["inside"]}"#)
+        let inside = try await client.fetch(request(.string("../secret")))
+        XCTAssertEqual(String(decoding: inside.body, as: UTF8.self), #"{"items": ["inside"]}"#)
+    }
+
+    func testMissingFileIsAnUpstreamErrorNamingTheFile() async throws {
+        let client = FileClient(directory: base + "/pages")
+        do {
+            _ = try await client.fetch(request(.string("nope")))
+            XCTFail("read a missing file")
+        } catch LoadError.upstream(let failure) {
+            XCTAssertTrue(failure.message.contains("nope.json"), failure.message)
+        }
+        do {
+            _ = try await client.fetch(request(nil, first: true))
+            XCTFail("read a missing first page")
+        } catch LoadError.upstream(let failure) {
+            XCTAssertTrue(failure.message.contains("first.json"), failure.message)
+        }
+    }
+
+    func testADirectoryIsNotAPage() async throws {
+        try FileManager.default.createDirectory(atPath: base + "/pages/d.json", withIntermediateDirectories: true)
+        do {
+            _ = try await FileClient(directory: base + "/pages").fetch(request(.string("d")))
+            XCTFail("read a directory as a page")
+        } catch LoadError.upstream(let failure) {
+            XCTAssertTrue(failure.message.contains("d.json"), failure.message)
+        }
+    }
+
+    func testLargeAndEmptyFilesAreReadWhole() async throws {
+        let big = "[" + (0..<50_000).map(String.init).joined(separator: ",") + "]"
+        try write("pages/big.json", big)
+        try write("pages/empty.json", "")
+        let client = FileClient(directory: base + "/pages")
+        let response = try await client.fetch(request(.string("big")))
+        XCTAssertEqual(response.body.count, big.utf8.count)
+        XCTAssertEqual(String(decoding: response.body, as: UTF8.self), big)
+        let empty = try await client.fetch(request(.string("empty")))
+        XCTAssertEqual(empty.body, [])
+    }
+
+    func testWalkingADirectoryWithAPagedCollection() async throws {
+        try write("pages/first.json", #"{"items": [{"id": 1}, {"id": 2}], "next_cursor": "p2"}"#)
+        try write("pages/p2.json", #"{"items": [{"id": 3}], "next_cursor": "p/3"}"#)
+        try write("pages/p%2F3.json", #"{"items": [{"id": 4}], "next_cursor": null}"#)
+        let collection = PagedCollection(name: "files", client: FileClient(directory: base + "/pages"), paging: Paging(strategy: .cursor))
+        var all: [Int] = []
+        var pages = 0
+        while await collection.state.hasNext {
+            let result = try await collection.loadNext()
+            all += itemIds(result.items)
+            pages += 1
+            XCTAssertLessThanOrEqual(pages, 3)
+            if pages > 3 { break }
+        }
+        XCTAssertEqual(all, [1, 2, 3, 4])
+        XCTAssertEqual(pages, 3)
+    }
+
+    func testBundledClientNamesPagesLikeFileClient() async throws {
+        let client = BundledClient(pages: ["first.json": Array("[1]".utf8), "%2E%2E%2Fx.json": Array("[2]".utf8)])
+        let first = try await client.fetch(request(nil, first: true))
+        XCTAssertEqual(first.body, Array("[1]".utf8))
+        let hostile = try await client.fetch(request(.string("../x")))
+        XCTAssertEqual(hostile.body, Array("[2]".utf8))
+        do {
+            _ = try await client.fetch(request(.string("missing")))
+            XCTFail("served a missing page")
+        } catch LoadError.upstream(let failure) {
+            XCTAssertTrue(failure.message.contains("missing.json"), failure.message)
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import Jansson
+import NextPage
+import XCTest
+
+/// The pieces of the http source that need no server: URL text, retry
+/// timing, redaction, `${env:NAME}`, body pointers and request building.
+final class HTTPPartsTests: XCTestCase {
+    // MARK: URLs
+
+    func testEncodeComponentKeepsOnlyUnreservedBytes() {
+        XCTAssertEqual(HTTPURL.encodeComponent("AZaz09-._~"), "AZaz09-._~")
+        XCTAssertEqual(HTTPURL.encodeComponent("a b+c&d=e#f/g?h%i"), "a%20b%2Bc%26d%3De%23f%2Fg%3Fh%25i")
+        XCTAssertEqual(HTTPURL.encodeComponent("ü€😀"), "%C3%BC%E2%82%AC%F0%9F%98%80")
+    }
+
+    func testEncodeIllegalLeavesAValidURLUntouched() {
+        let url = "https://api.example.com/a/b;c?x=a%2Bb&y=+&z=~!$'()*,:@/?"
+        XCTAssertEqual(HTTPURL.encodeIllegal(url), url)
+        XCTAssertEqual(HTTPURL.encodeIllegal("http://h/a b?q=ü&r=100%&s=%zz|"), "http://h/a%20b?q=%C3%BC&r=100%25&s=%25zz%7C")
+    }
+
+    func testResolveFollowsRFC3986Examples() {
+        let base = "http://a/b/c/d;p?q"
+        let cases: [(String, String)] = [
+            ("g:h", "g:h"), ("g", "http://a/b/c/g"), ("./g", "http://a/b/c/g"), ("g/", "http://a/b/c/g/"),
+            ("/g", "http://a/g"), ("//g", "http://g"), ("?y", "http://a/b/c/d;p?y"), ("g?y", "http://a/b/c/g?y"),
+            ("#s", "http://a/b/c/d;p?q#s"), ("g#s", "http://a/b/c/g#s"), (";x", "http://a/b/c/;x"), ("", "http://a/b/c/d;p?q"),
+            (".", "http://a/b/c/"), ("..", "http://a/b/"), ("../g", "http://a/b/g"), ("../..", "http://a/"),
+            ("../../g", "http://a/g"), ("../../../g", "http://a/g"), ("/./g", "http://a/g"), ("g.", "http://a/b/c/g."),
+            ("./../g", "http://a/b/g"), ("g;x=1/../y", "http://a/b/c/y"),
+        ]
+        for (reference, expected) in cases {
+            XCTAssertEqual(HTTPURL.resolve(reference, against: base), expected, reference)
+        }
+    }
+
+    func testSettingQueryItemsKeepsExistingItemsAndReplacesSameNames() {
+        XCTAssertEqual(HTTPURL.settingQueryItems([], in: "http://h/p?a=1#f"), "http://h/p?a=1")
+        XCTAssertEqual(HTTPURL.settingQueryItems([("b", "x y")], in: "http://h/p"), "http://h/p?b=x%20y")
+        XCTAssertEqual(HTTPURL.settingQueryItems([("b", "2")], in: "http://h/p?"), "http://h/p?b=2")
+        XCTAssertEqual(
+            HTTPURL.settingQueryItems([("a", "3"), ("c", "+")], in: "http://h/p?a=1&b=%2F&a=2&flag"),
+            "http://h/p?a=3&b=%2F&flag&c=%2B")
+    }
+
+    func testIsHTTP() {
+        XCTAssertTrue(HTTPURL.isHTTP("https://api.example.com"))
+        XCTAssertTrue(HTTPURL.isHTTP("HTTP://127.0.0.1:8080/x?y"))
+        XCTAssertFalse(HTTPURL.isHTTP("ftp://example.com/x"))
+        XCTAssertFalse(HTTPURL.isHTTP("https:///path"))
+        XCTAssertFalse(HTTPURL.isHTTP("/relative"))
+        XCTAssertFalse(HTTPURL.isHTTP("https://exa mple.com"))
+    }
+
+    // MARK: Retry timing
+
+    func testBackoffGrowsWithJitterUpToTheCap() {
+        let policy = HTTPRetryPolicy(baseDelay: 0.2, maxDelay: 1)
+        for _ in 0..<50 {
+            XCTAssert((0.1...0.2).contains(policy.delay(beforeRetry: 1, retryAfter: nil)))
+            XCTAssert((0.2...0.4).contains(policy.delay(beforeRetry: 2, retryAfter: nil)))
+            XCTAssert((0.5...1).contains(policy.delay(beforeRetry: 10, retryAfter: nil)))
+            XCTAssertGreaterThanOrEqual(policy.delay(beforeRetry: 1, retryAfter: 3), 3)
+        }
+        XCTAssertTrue(policy.refuses(retryAfter: 61))
+        XCTAssertFalse(policy.refuses(retryAfter: 60))
+        XCTAssertEqual(HTTPRetryPolicy.immediate.delay(beforeRetry: 3, retryAfter: 30), 0)
+    }
+
+    func testRetryAfterAcceptsSecondsAndHTTPDates() {
+        let now = 784_111_777.0 // Sun, 06 Nov 1994 08:49:37 GMT
+        XCTAssertEqual(HTTPRetryPolicy.retryAfterSeconds("120", now: now), 120)
+        XCTAssertEqual(HTTPRetryPolicy.retryAfterSeconds(" 0 ", now: now), 0)
+        XCTAssertEqual(HTTPRetryPolicy.retryAfterSeconds("Sun, 06 Nov 1994 08:49:47 GMT", now: now), 10)
+        XCTAssertEqual(HTTPRetryPolicy.retryAfterSeconds("Sunday, 06-Nov-94 08:49:57 GMT", now: now), 20)
+        XCTAssertEqual(HTTPRetryPolicy.retryAfterSeconds("Sun Nov  6 08:50:07 1994", now: now), 30)
+        XCTAssertEqual(HTTPRetryPolicy.retryAfterSeconds("Sun, 06 Nov 1994 08:00:00 GMT", now: now), 0)
+        XCTAssertNil(HTTPRetryPolicy.retryAfterSeconds("soon", now: now))
+        XCTAssertNil(HTTPRetryPolicy.retryAfterSeconds("-5", now: now))
+        XCTAssertNil(HTTPRetryPolicy.retryAfterSeconds("Sun, 32 Nov 1994 08:49:37 GMT", now: now))
+    }
+
+    // MARK: Secrets
+
+    func testSecretHeaderNames() {
+        for name in ["Authorization", "proxy-authorization", "Cookie", "Set-Cookie", "X-Api-Key", "X-Auth-Token", "Private-Token", "X-Client-Secret", "api_key"] {
+            XCTAssertTrue(HTTPRedactor.isSecretHeader(name), name)
+        }
+        for name in ["Accept", "Content-Type", "X-Request-Id", "Link", "User-Agent"] {
+            XCTAssertFalse(HTTPRedactor.isSecretHeader(name), name)
+        }
+    }
+
+    func testRedactorReplacesSecretsButKeepsPagingParameters() {
+        let source = HTTPSource(
+            url: "https://user:pw-1234@api.example.com/x?access_token=tok-abcdef&page_token=p1",
+            query: [("client_secret", "shh-123456")],
+            headers: [("Authorization", "Bearer abcdefgh12345"), ("X-Trace", "t")])
+        let redactor = HTTPRedactor(source: source, exemptQueryNames: ["page_token"])
+        XCTAssertEqual(
+            redactor.url("https://user:pw-1234@api.example.com/x?access_token=tok-abcdef&page_token=p1&client_secret=shh-123456"),
+            "https://[redacted]@api.example.com/x?access_token=[redacted]&page_token=p1&client_secret=[redacted]")
+        XCTAssertEqual(redactor.scrub("echo: Bearer abcdefgh12345 and abcdefgh12345 and shh-123456"), "echo: [redacted] and [redacted] and [redacted]")
+        XCTAssertEqual(
+            redactor.headers([("Set-Cookie", "a=b"), ("X-Trace", "t"), ("X-Echo", "tok-abcdef")]).map(\.value),
+            ["[redacted]", "t", "[redacted]"])
+    }
+
+    // MARK: Environment
+
+    func testEnvironmentExpansion() throws {
+        let environment = ["TOKEN": "t0k", "HOST": "api.example.com", "EMPTY": ""]
+        func expand(_ text: String) throws(HTTPSource.UnsetVariable) -> String {
+            try HTTPSource.expandEnvironment(text) { environment[$0] }
+        }
+        XCTAssertEqual(try expand("https://${env:HOST}/x?t=${env:TOKEN}${env:EMPTY}"), "https://api.example.com/x?t=t0k")
+        XCTAssertEqual(try expand("${HOME} ${env:} ${env:1X} ${env:TOKEN"), "${HOME} ${env:} ${env:1X} ${env:TOKEN")
+        XCTAssertThrowsError(try expand("Bearer ${env:MISSING_TOKEN}")) { error in
+            XCTAssertEqual(error as? HTTPSource.UnsetVariable, HTTPSource.UnsetVariable(name: "MISSING_TOKEN"))
+        }
+    }
+
+    // MARK: Requests
+
+    func testBodyPointerInsertion() throws {
+        let root = try JSON.parse(#"{"a": {"b": 1}, "list": [1]}"#)
+        XCTAssertTrue(HTTPPageClient.insert(.string("x"), at: "/a/c", into: root))
+        XCTAssertTrue(HTTPPageClient.insert(.string("y"), at: "/new/deep/er", into: root))
+        XCTAssertTrue(HTTPPageClient.insert(.integer(2), at: "/list/-", into: root))
+        XCTAssertTrue(HTTPPageClient.insert(.string("z"), at: "/a~1b~0c", into: root))
+        XCTAssertFalse(HTTPPageClient.insert(.string("no"), at: "/a/b/c", into: root))
+        XCTAssertFalse(HTTPPageClient.insert(.string("no"), at: "/list/0", into: root))
+        XCTAssertFalse(HTTPPageClient.insert(.string("no"), at: "", into: root))
+        XCTAssertEqual(root.compactString, #"{"a":{"b":1,"c":"x"},"list":[1,2],"new":{"deep":{"er":"y"}},"a/b~c":"z"}"#)
+    }
+
+    func testExchangeRequestForEachPlacement() throws {
+        let source = HTTPSource(url: "https://h/p?k=v", method: .post, body: RawJSON(trusted: Array(#"{"v":{}}"#.utf8)))
+        let client = HTTPPageClient(source: source, transport: ReplayTransport(file: "/nonexistent"))
+        func request(_ cursor: Cursor?, _ paging: Paging, pageSize: Int? = nil, pageSizeParam: String? = nil) throws -> HTTPExchangeRequest {
+            try client.exchangeRequest(for: PageRequest(
+                cursor: cursor, isFirstPage: cursor == nil, paging: paging,
+                options: CollectionOptions(pageSize: pageSize, pageSizeParam: pageSizeParam)))
+        }
+        let query = try request(.string("a b"), Paging(strategy: .cursor), pageSize: 10, pageSizeParam: "n")
+        XCTAssertEqual(query.method, "POST")
+        XCTAssertEqual(query.url, "https://h/p?k=v&cursor=a%20b&n=10")
+        XCTAssertEqual(query.body.map { String(decoding: $0, as: UTF8.self) }, #"{"v":{}}"#)
+        XCTAssertEqual(query.headers.map(\.name), ["Accept", "User-Agent", "Content-Type"])
+
+        let body = try request(.integer(40), Paging(strategy: .offset, bodyPointer: "/v/offset"), pageSize: 20)
+        XCTAssertEqual(body.url, "https://h/p?k=v&limit=20")
+        XCTAssertEqual(body.body.map { String(decoding: $0, as: UTF8.self) }, #"{"v":{"offset":40}}"#)
+
+        let header = try request(.string("c\u{00FC}"), Paging(strategy: .cursor, header: "X-Cursor"))
+        XCTAssertEqual(header.url, "https://h/p?k=v")
+        XCTAssertEqual(header.headers.first { $0.name == "X-Cursor" }?.value, "c\u{00FC}")
+
+        XCTAssertThrowsError(try request(.string("bad\r\nInjected: 1"), Paging(strategy: .cursor, header: "X-Cursor"))) { error in
+            guard case .upstream(let failure)? = error as? LoadError else { return XCTFail("\(error)") }
+            XCTAssertFalse(failure.retryable)
+        }
+
+        let link = try request(.string("https://other/next?page=2&x=%2B"), Paging(strategy: .link), pageSize: 5, pageSizeParam: "n")
+        XCTAssertEqual(link.url, "https://other/next?page=2&x=%2B")
+        let relative = try request(.string("/q?page=3"), Paging(strategy: .nextUrl))
+        XCTAssertEqual(relative.url, "https://h/q?page=3")
+    }
+}

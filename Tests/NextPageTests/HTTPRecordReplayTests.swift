@@ -1,0 +1,192 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Jansson
+import NIOConcurrencyHelpers
+import NextPage
+import XCTest
+
+/// `RecordingTransport` and `ReplayTransport`: what a recording holds, that
+/// it holds no secrets, and that a replay pages exactly as the network did.
+final class HTTPRecordReplayTests: HTTPSourceTestCase {
+    private func temporaryDirectory() throws -> String {
+        var template = Array("/tmp/nextpage-http-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw XCTSkip("mkdtemp failed") }
+        return String(cString: made)
+    }
+
+    private func read(_ path: String) -> String {
+        guard let file = fopen(path, "rb") else { return "" }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = fread(&chunk, 1, chunk.count, file)
+            bytes += chunk[0..<n]
+            if n < chunk.count { break }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private func write(_ text: String, to path: String) {
+        let file = fopen(path, "wb")!
+        _ = text.utf8CString.withUnsafeBufferPointer { fwrite($0.baseAddress!, 1, $0.count - 1, file) }
+        fclose(file)
+    }
+
+    func testRecordingHoldsEveryExchangeWithoutSecretsAndReplaysExactly() async throws {
+        let directory = try temporaryDirectory()
+        let token = "ghp_0123456789abcdefSECRET"
+        let apiKey = "k-9876543210"
+        let cookie = "session=c00kie-value-1234"
+        // A server whose first page fails once, then answers; echoing the token in a body.
+        let answers = NIOCounter()
+        try await withServer({ request in
+            let n = answers.next()
+            if request.queryValue("cursor") == nil {
+                if n == 0 { return .status(503, body: "warming up") }
+                return .json(
+                    #"{"items": [{"id": 1}, {"id": 2}], "next_cursor": "c 2+"}"#,
+                    headers: [("Set-Cookie", cookie), ("X-Request-Id", "r1"), ("Link", "<a>; rel=\"x\""), ("Link", "<b>; rel=\"y\"")])
+            }
+            return .json(#"{"items": [{"id": 3}], "next_cursor": null, "echo": "\#(request.header("Authorization") ?? "")"}"#)
+        }) { server, transport in
+            let source = HTTPSource(
+                url: server.baseURL + "/items?api_key=\(apiKey)",
+                headers: [("Authorization", "Bearer \(token)"), ("X-Custom-Token", "another-secret-value")])
+            let paging = Paging(strategy: .cursor)
+            let redactor = HTTPRedactor(source: source, exemptQueryNames: HTTPRedactor.pagingNames(paging, pageSizeParam: nil))
+            let file = RecordingTransport.file(directory: directory, collection: "my/issues")
+            XCTAssertEqual(file, directory + "/my%2Fissues.jsonl")
+            let recording = RecordingTransport(wrapping: transport, file: file, redactor: redactor)
+            let live = collection(source, paging, transport: recording)
+            let result = try await loadAll(live)
+            XCTAssertEqual(result.ids, ["1", "2", "3"])
+            XCTAssertEqual(server.requests.count, 3)
+
+            let text = read(file)
+            for secret in [token, apiKey, "c00kie-value-1234", "another-secret-value"] {
+                XCTAssertFalse(text.contains(secret), "\(secret) in recording:\n\(text)")
+            }
+            let lines = text.split(separator: "\n").map(String.init)
+            XCTAssertEqual(lines.count, 3)
+            let base = server.baseURL
+            XCTAssertEqual(lines[0], #"{"request":{"method":"GET","url":"\#(base)/items?api_key=[redacted]","body":null},"response":{"status":503,"headers":{"Content-Length":"10"},"body":"warming up"}}"#)
+            let second = try JSON.parse(lines[1])
+            XCTAssertEqual(second.pointer("/response/status")?.integer, 200)
+            XCTAssertEqual(second.pointer("/response/headers/Set-Cookie")?.string, "[redacted]")
+            XCTAssertEqual(second.pointer("/response/headers/X-Request-Id")?.string, "r1")
+            XCTAssertEqual(second.pointer("/response/headers/Link")?.string, "<a>; rel=\"x\", <b>; rel=\"y\"")
+            XCTAssertEqual(second.pointer("/response/body")?.compactString, #"{"items":[{"id":1},{"id":2}],"next_cursor":"c 2+"}"#)
+            let third = try JSON.parse(lines[2])
+            XCTAssertEqual(third.pointer("/request/url")?.string, "\(base)/items?api_key=[redacted]&cursor=c%202%2B")
+            XCTAssertEqual(third.pointer("/response/body/echo")?.string, "[redacted]")
+
+            // Replay: the same pages, in order, from the file alone, with no network.
+            let replay = ReplayTransport(file: file, redactor: redactor)
+            let offline = collection(source, paging, transport: replay, retryPolicy: .immediate)
+            let replayed = try await loadAll(offline)
+            XCTAssertEqual(replayed.ids, ["1", "2", "3"])
+            XCTAssertEqual(replayed.pages, 2)
+            let answered = await replay.answered
+            XCTAssertEqual(answered, 3)
+            XCTAssertEqual(server.requests.count, 3)
+        }
+    }
+
+    func testARedirectIsRecordedWithTheURLThatAnsweredAndReplaysTheSame() async throws {
+        let directory = try temporaryDirectory()
+        try await withServer({ request in
+            switch request.uri {
+            case "/old": return .status(301, headers: [("Location", "/api/list")])
+            case "/api/list": return .json(#"{"items": [{"id": 1}], "next": "list?page=2"}"#)
+            case "/api/list?page=2": return .json(#"{"items": [{"id": 2}], "next": null}"#)
+            default: return .status(404)
+            }
+        }) { server, transport in
+            let source = HTTPSource(url: server.baseURL + "/old")
+            let paging = Paging(strategy: .nextUrl)
+            let file = RecordingTransport.file(directory: directory, collection: "moved")
+            let recording = RecordingTransport(wrapping: transport, file: file, redactor: HTTPRedactor())
+            let live = try await loadAll(collection(source, paging, transport: recording))
+            XCTAssertEqual(live.ids, ["1", "2"])
+            XCTAssertEqual(server.requests.map(\.uri), ["/old", "/api/list", "/api/list?page=2"])
+
+            let lines = read(file).split(separator: "\n").map { try? JSON.parse(String($0)) }
+            XCTAssertEqual(lines.count, 2)
+            XCTAssertEqual(lines[0]?.pointer("/request/url")?.string, server.baseURL + "/old")
+            XCTAssertEqual(lines[0]?.pointer("/response/url")?.string, server.baseURL + "/api/list")
+            XCTAssertEqual(lines[1]?.pointer("/request/url")?.string, server.baseURL + "/api/list?page=2")
+            XCTAssertNil(lines[1]?.pointer("/response/url"))
+
+            let replay = ReplayTransport(file: file)
+            let replayed = try await loadAll(collection(source, paging, transport: replay, retryPolicy: .immediate))
+            XCTAssertEqual(replayed.ids, ["1", "2"])
+            let answered = await replay.answered
+            XCTAssertEqual(answered, 2)
+            XCTAssertEqual(server.requests.count, 3)
+        }
+    }
+
+    func testReplayMatchesMethodURLAndBodyAndAnswersRepeatsInRecordedOrder() async throws {
+        let directory = try temporaryDirectory()
+        let file = directory + "/graph.jsonl"
+        write("""
+            {"request":{"method":"POST","url":"https://api.example.com/graphql","body":{"q":"x","variables":{"after":"c1"}}},"response":{"status":200,"headers":{},"body":{"items":[{"id":"second"}],"next":null}}}
+            {"request":{"method":"POST","url":"https://api.example.com/graphql","body":{"q":"x"}},"response":{"status":502,"headers":{},"body":"bad gateway"}}
+
+            {"request":{"method":"POST","url":"https://api.example.com/graphql","body":{"q":"x"}},"response":{"status":200,"headers":{"X-Page":["1"]},"body":{"items":[{"id":"first"}],"next":"c1"}}}
+
+            """, to: file)
+        let source = HTTPSource(url: "https://api.example.com/graphql", method: .post, body: RawJSON(trusted: Array(#"{"q":"x"}"#.utf8)))
+        let replay = ReplayTransport(file: file)
+        let paging = Paging(strategy: .cursor, bodyPointer: "/variables/after", next: "/next")
+        let collection = collection(source, paging, transport: replay, retryPolicy: .immediate)
+        let result = try await loadAll(collection)
+        XCTAssertEqual(result.ids, ["first", "second"])
+        let answered = await replay.answered
+        // The 502 was answered first (and retried), as it was recorded.
+        XCTAssertEqual(answered, 3)
+
+        // Identical requests after the recording is used up get the last answer again.
+        await collection.reset()
+        let again = try await loadAll(collection)
+        XCTAssertEqual(again.ids, ["first", "second"])
+    }
+
+    func testUnmatchedReplayRequestIsAnUpstreamErrorNamingMethodAndURL() async throws {
+        let directory = try temporaryDirectory()
+        let file = directory + "/c.jsonl"
+        write(#"{"request":{"method":"GET","url":"https://api.example.com/items","body":null},"response":{"status":200,"headers":{},"body":{"items":[],"next_cursor":null}}}"# + "\n", to: file)
+        let source = HTTPSource(url: "https://api.example.com/other", query: [("q", "1")])
+        let other = collection(source, Paging(strategy: .cursor), transport: ReplayTransport(file: file), retryPolicy: .immediate)
+        do {
+            _ = try await other.loadNext()
+            XCTFail("expected a failure")
+        } catch {
+            XCTAssertEqual(upstreamFailure(error), UpstreamFailure(
+                status: nil, attempts: 1, retryable: false,
+                message: "GET https://api.example.com/other?q=1: no recorded answer in \(file)"))
+        }
+
+        let missing = collection(
+            HTTPSource(url: "https://api.example.com/items"), Paging(strategy: .cursor),
+            transport: ReplayTransport(file: directory + "/none.jsonl"), retryPolicy: .immediate)
+        do {
+            _ = try await missing.loadNext()
+            XCTFail("expected a failure")
+        } catch {
+            let message = upstreamFailure(error)?.message ?? ""
+            XCTAssertTrue(message.hasPrefix("GET https://api.example.com/items: no recording \(directory)/none.jsonl"), message)
+        }
+    }
+}
+
+/// A thread-safe counter for scripts.
+private final class NIOCounter: Sendable {
+    private let value = NIOLockedValueBox(0)
+    /// The current count, then counts one more.
+    func next() -> Int { value.withLockedValue { current in defer { current += 1 }; return current } }
+}
