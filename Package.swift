@@ -20,7 +20,8 @@ let package = Package(
             pkgConfig: "jansson",
             providers: [.apt(["libjansson-dev"])]
         ),
-        .target(name: "Jansson", dependencies: ["CJansson"]),
+        .target(name: "JanssonArena", dependencies: ["CJansson"]),
+        .target(name: "Jansson", dependencies: ["CJansson", "JanssonArena"]),
         .target(name: "JSONRPC", dependencies: ["Jansson"]),
         .target(
             name: "NextPage",

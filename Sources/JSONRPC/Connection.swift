@@ -288,21 +288,29 @@ public final class Connection: @unchecked Sendable {
         inFlight[token] = (id, task)
     }
 
-    /// Waits for requests in flight, up to `drainTimeout`; then cancels the rest.
+    /// Waits for the requests in flight to finish. When none finishes for
+    /// `drainTimeout` seconds (a hung upstream, say), the rest are cancelled:
+    /// a long queue of requests that keeps being answered is drained whole.
     private func drain() async {
-        let deadline = ContinuousClock.now + .milliseconds(Int(options.drainTimeout * 1000))
-        // Keep consuming `finished` events (and ignore new input) until all are done.
         if inFlight.isEmpty { return }
-        let timer = Task { [eventSink] in
-            try? await Task.sleep(until: deadline, clock: .continuous)
-            eventSink.yield(.stop)
+        let timeout = Duration.milliseconds(Int(options.drainTimeout * 1000))
+        func startTimer() -> Task<Void, Never> {
+            Task { [eventSink] in
+                do {
+                    try await Task.sleep(for: timeout)
+                    eventSink.yield(.stop)
+                } catch {}
+            }
         }
+        var timer = startTimer()
         defer { timer.cancel() }
         for await event in events {
             switch event {
             case .finished(let token):
                 inFlight[token] = nil
                 if inFlight.isEmpty { return }
+                timer.cancel()
+                timer = startTimer()
             case .stop:
                 for (_, entry) in inFlight { entry.task.cancel() }
                 // Give cancelled requests their -32800 replies.

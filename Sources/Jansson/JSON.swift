@@ -1,4 +1,5 @@
 import CJansson
+import JanssonArena
 
 /// An owning reference to a jansson value (`json_t *`).
 ///
@@ -271,5 +272,23 @@ extension JSON {
     /// A deep copy that shares nothing with this value.
     public func deepCopy() -> JSON {
         JSON(owning: OpaquePointer(json_deep_copy(pointer)!))
+    }
+}
+
+// MARK: Arenas
+
+extension JSON {
+    /// Runs `body` with a jansson arena scope open on this thread.
+    ///
+    /// Values parsed or built inside take their memory from a per-thread
+    /// arena, so a page's tree is built and dropped without a `malloc` and a
+    /// `free` per value. `body` is synchronous so the scope stays on one
+    /// thread. Values may still outlive the scope: an arena chunk lives
+    /// until the last value carved from it is released, on any thread; the
+    /// saving comes from releasing them inside.
+    public static func withArena<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        np_arena_begin()
+        defer { np_arena_end() }
+        return try body()
     }
 }

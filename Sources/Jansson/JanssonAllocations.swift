@@ -1,27 +1,23 @@
-import CJansson
-import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
-
-private let liveBlocks = Atomic<Int>(0)
+import JanssonArena
 
 /// Counts jansson's live allocations, so tests can prove that every `json_t`
 /// reference is released: the count returns to where it started.
+///
+/// jansson allocates through nextpage's allocator (`JanssonArena`), which is
+/// installed before `main` runs; counting only switches its counter on.
 public enum JanssonAllocations {
-    /// Routes jansson's allocations through counting wrappers of `malloc`
-    /// and `free` (`json_set_alloc_funcs`). Call before the values under test
-    /// are created; compare `live` before and after, not its absolute value.
+    /// Starts counting. Compare `live` before and after the values under
+    /// test, not its absolute value (blocks allocated before counting
+    /// started count down when they are freed).
     public static func startCounting() {
-        json_set_alloc_funcs({ size in
-            liveBlocks.add(1, ordering: .relaxed)
-            return malloc(size)
-        }, { pointer in
-            if pointer != nil { liveBlocks.subtract(1, ordering: .relaxed) }
-            free(pointer)
-        })
+        np_alloc_start_counting()
     }
 
     /// Blocks allocated through jansson and not yet freed (since counting started).
-    public static var live: Int { liveBlocks.load(ordering: .relaxed) }
+    public static var live: Int { Int(np_alloc_live_blocks()) }
+
+    /// Whether parses inside `JSON.withArena` carve their blocks from
+    /// per-thread arenas (false in builds with AddressSanitizer or
+    /// ThreadSanitizer, where every block is its own `malloc`).
+    public static var arenasEnabled: Bool { np_arena_enabled() != 0 }
 }

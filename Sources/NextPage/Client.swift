@@ -27,9 +27,17 @@ public protocol Client: Sendable {
     /// The default implementation calls `fetch` and decodes the answer with
     /// `R.Response.decode(_:for:)`.
     func send<R: Request>(_ request: R) async throws -> R.Response
+
+    /// Whether fetching a page only reads it (files): such pages may be
+    /// fetched before the page before them has been checked, and dropped.
+    ///
+    /// The default implementation returns `false`.
+    var fetchesHaveNoEffects: Bool { get }
 }
 
 extension Client {
+    public var fetchesHaveNoEffects: Bool { false }
+
     public func send<R: Request>(_ request: R) async throws -> R.Response {
         let response = try await fetch(request)
         if Task.isCancelled { throw LoadError.cancelled }

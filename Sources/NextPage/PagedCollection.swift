@@ -7,6 +7,7 @@ public actor PagedCollection: NextPageLoadable {
     public nonisolated let client: any Client
     public nonisolated let paging: Paging
     public nonisolated let options: CollectionOptions
+    public nonisolated let readAhead: ReadAhead
     private let strategy: any PagingStrategy
 
     public var nextPageState = NextPageState()
@@ -16,6 +17,10 @@ public actor PagedCollection: NextPageLoadable {
     public private(set) var buffer: ItemBuffer
     private var seenIds: Set<Cursor> = []
 
+    /// Pages a collection over a source without effects may read ahead of
+    /// the one being checked, when calls are waiting for them.
+    public static let readAheadWhileChecking = 2
+
     public init(name: String, client: any Client, paging: Paging, options: CollectionOptions = CollectionOptions()) {
         self.name = name
         self.client = client
@@ -24,6 +29,9 @@ public actor PagedCollection: NextPageLoadable {
         self.strategy = paging.strategy.implementation
         self.loopGuard = LoopGuard(onRepeatedCursor: options.onRepeatedCursor, maxEmptyPages: options.maxEmptyPages)
         self.buffer = ItemBuffer(capacity: options.maxItems)
+        self.readAhead = ReadAhead(
+            afterDelivery: options.prefetch,
+            whileChecking: client.fetchesHaveNoEffects ? Self.readAheadWhileChecking : 0)
     }
 
     public func firstCursor() -> Cursor? { strategy.firstCursor(paging) }
@@ -32,19 +40,25 @@ public actor PagedCollection: NextPageLoadable {
         let request = PageRequest(cursor: cursor, isFirstPage: isFirstPage, paging: paging, options: options)
         let page = try await client.send(request)
         let advance = strategy.advance(after: page, request: request, loadedBefore: loadedBefore)
-        return LoadedPage(items: page.items, ids: page.ids, next: advance.next, hasNext: advance.hasNext)
+        var loaded = LoadedPage(items: page.items, ids: page.ids, next: advance.next, hasNext: advance.hasNext)
+        if let check = page.pendingCheck {
+            loaded.pendingCheck = { try check.run() }
+        }
+        return loaded
     }
 
-    public func didLoad(_ page: LoadedPage) -> [RawJSON] {
+    public func didLoad(_ page: LoadedPage) -> PageItems {
         var items = page.items
         if options.dedupe, page.ids.count == items.count {
-            items = []
-            for (item, id) in zip(page.items, page.ids) {
+            var kept: [Int] = []
+            kept.reserveCapacity(items.count)
+            for (index, id) in page.ids.enumerated() {
                 if let id, !seenIds.insert(id).inserted { continue }
-                items.append(item)
+                kept.append(index)
             }
+            if kept.count < items.count { items = items.selecting(kept) }
         }
-        buffer.append(contentsOf: items)
+        buffer.append(items)
         return items
     }
 
@@ -53,10 +67,11 @@ public actor PagedCollection: NextPageLoadable {
         seenIds = []
     }
 
-    /// A slice of the items loaded so far, by absolute offset.
-    public func items(offset: Int, limit: Int?) -> (offset: Int, items: [RawJSON], count: Int) {
+    /// A slice of the items loaded so far, by absolute offset: the items, the
+    /// offset of the first of them, and the items loaded in all.
+    public func items(offset: Int, limit: Int?) -> (offset: Int, items: PageItems, count: Int) {
         let slice = buffer.slice(offset: offset, limit: limit)
-        return (slice.offset, Array(slice.items), nextPageState.count)
+        return (slice.offset, slice.items, nextPageState.count)
     }
 
     /// The state, as `status` reports it.

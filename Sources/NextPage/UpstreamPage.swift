@@ -3,14 +3,26 @@ import Jansson
 /// One page as the source sent it: its items (as compact JSON bytes) and the
 /// values the paging strategy reads (next cursor, `hasNext`, `total`).
 ///
-/// The page is parsed once with jansson; items are kept as the bytes they
-/// dump to, never as Swift values.
+/// Every page is parsed with jansson, once. Items are never turned into
+/// Swift values: they are forwarded as the bytes the source sent, compacted,
+/// once jansson has validated them.
+///
+/// Decoding has two stages. The first finds the item array by scanning the
+/// bytes (`JSONScanner`), compacts it, and parses the rest of the page (the
+/// page with `[]` in place of the items) with jansson, which gives the next
+/// cursor, `hasNext` and `total`. The second, `pendingCheck`, parses the
+/// compacted items with jansson; the page may not land before it has run.
+/// The split lets the next page be fetched while this one's items are still
+/// being checked. A page the scanner cannot vouch for is parsed whole by
+/// jansson in the first stage instead, and so is any page that fails a
+/// check, so that errors always name the place in the page as sent.
 public struct UpstreamPage: JSONDecodable {
     /// The items, compact, in source order.
-    public var items: [RawJSON]
-    /// Each item's id (read through `paging.id`) when ids were asked for; otherwise empty.
+    public var items: PageItems
+    /// Each item's id (read through `paging.id`) when ids were asked for and
+    /// the checks have run; otherwise empty.
     public var ids: [Cursor?]
-    /// The id of the last item, when `paging.id` is set and there are items.
+    /// The id of the last item, when `paging.id` is set (the `lastId` strategy's cursor).
     public var lastItemId: Cursor?
     /// The value at `paging.next`, as a cursor.
     public var next: Cursor?
@@ -20,9 +32,11 @@ public struct UpstreamPage: JSONDecodable {
     public var total: Int64?
     /// Response headers (the `link` strategy reads them).
     public var headers: [(name: String, value: String)]
+    /// The jansson check of the items still to run, if any.
+    public var pendingCheck: PageCheck?
 
     public init(
-        items: [RawJSON], ids: [Cursor?] = [], lastItemId: Cursor? = nil, next: Cursor? = nil,
+        items: PageItems, ids: [Cursor?] = [], lastItemId: Cursor? = nil, next: Cursor? = nil,
         hasNextFlag: Bool? = nil, total: Int64? = nil, headers: [(name: String, value: String)] = []
     ) {
         self.items = items
@@ -34,35 +48,117 @@ public struct UpstreamPage: JSONDecodable {
         self.headers = headers
     }
 
-    public static func decode<R: Request>(_ response: UpstreamResponse, for request: R) throws -> UpstreamPage {
-        let paging = request.paging
-        let root: JSON
-        do {
-            root = try JSON.parse(response.body)
-        } catch {
-            throw LoadError.undecodable(PageDecodingFailure(
-                line: error.line, column: error.column, message: "page is not JSON: \(error.text)"))
-        }
-        guard let array = root.pointer(paging.items) else {
-            throw missing(paging.items, "the item array")
-        }
-        guard array.kind == .array else {
-            throw LoadError.undecodable(PageDecodingFailure(
-                pointer: paging.items, message: "expected an array of items at '\(paging.items)'"))
-        }
-        let elements = array.elements
-        let wantsIds = (request as? PageRequest)?.wantsIds ?? false
-        var page = UpstreamPage(items: elements.map(RawJSON.init), headers: response.headers)
+    public init(
+        items: [RawJSON], ids: [Cursor?] = [], lastItemId: Cursor? = nil, next: Cursor? = nil,
+        hasNextFlag: Bool? = nil, total: Int64? = nil, headers: [(name: String, value: String)] = []
+    ) {
+        self.init(items: PageItems(items), ids: ids, lastItemId: lastItemId, next: next,
+                  hasNextFlag: hasNextFlag, total: total, headers: headers)
+    }
 
-        if let idPointer = paging.id {
-            if wantsIds {
-                page.ids = try elements.map { try readCursor($0.pointer(idPointer), at: idPointer, required: false) }
-                page.lastItemId = page.ids.last ?? nil
-            } else if let last = elements.last {
-                page.lastItemId = try readCursor(last.pointer(idPointer), at: idPointer, required: paging.strategy == .lastId)
-            }
+    /// The deepest nesting jansson parses (its `JSON_PARSER_MAX_DEPTH`).
+    static let maxDepth = 2048
+
+    public static func decode<R: Request>(_ response: UpstreamResponse, for request: R) throws -> UpstreamPage {
+        let wantsIds = (request as? PageRequest)?.wantsIds ?? false
+        if let page = decodeScanned(response, paging: request.paging, wantsIds: wantsIds) { return page }
+        return try decodeWhole(response.body, headers: response.headers, paging: request.paging, wantsIds: wantsIds)
+    }
+
+    /// Applies the pending check: afterwards `ids` are known and the items
+    /// are validated. Throws `LoadError.undecodable` when the page is not JSON.
+    public mutating func completeChecks() throws {
+        guard let check = pendingCheck else { return }
+        ids = try check.run()
+        pendingCheck = nil
+    }
+
+    // MARK: Stage one, by scanning
+
+    /// The first stage for a page the scanner can vouch for; `nil` sends the
+    /// page to `decodeWhole` (which also reports every error).
+    static func decodeScanned(_ response: UpstreamResponse, paging: Paging, wantsIds: Bool) -> UpstreamPage? {
+        guard let tokens = JSONPointer.tokens(paging.items) else { return nil }
+        // Values read from the rest of the page must not lie inside the item array.
+        for pointer in [readsNext(paging) ? paging.next : nil, paging.hasNext, paging.total] {
+            guard let pointer else { continue }
+            if paging.items.isEmpty || pointer == paging.items || pointer.hasPrefix(paging.items + "/") { return nil }
         }
-        if let nextPointer = paging.next, paging.strategy == .cursor || paging.strategy == .nextUrl {
+        let body = response.body
+        guard let found = body.withUnsafeBufferPointer({ JSONScanner.compactArray(at: tokens, in: $0) }),
+              found.depth <= maxDepth else { return nil }
+        var skeleton: [UInt8] = []
+        skeleton.reserveCapacity(body.count - found.range.count + 2)
+        skeleton.append(contentsOf: body[..<found.range.lowerBound])
+        skeleton.append(contentsOf: [UInt8(ascii: "["), UInt8(ascii: "]")])
+        skeleton.append(contentsOf: body[found.range.upperBound...])
+        let items = PageItems(trustedArray: found.bytes, starts: found.starts)
+        var page = UpstreamPage(items: items, headers: response.headers)
+        let understood: Bool = JSON.withArena {
+            guard let root = try? JSON.parse(skeleton),
+                  let placeholder = root.pointer(paging.items), placeholder.kind == .array, placeholder.count == 0
+            else { return false }
+            do {
+                try readFacts(root, into: &page, paging: paging)
+                if let idPointer = paging.id, !items.isEmpty {
+                    let last = try JSON.parse(Array(items.array[items.span(items.count - 1)]))
+                    page.lastItemId = try readCursor(last.pointer(idPointer), at: idPointer, required: paging.strategy == .lastId)
+                }
+            } catch {
+                return false
+            }
+            return true
+        }
+        guard understood else { return nil }
+        page.pendingCheck = PageCheck(
+            items: items, idPointer: wantsIds ? paging.id : nil, body: body, headers: response.headers,
+            paging: paging)
+        return page
+    }
+
+    // MARK: Whole pages
+
+    /// Parses the whole page with jansson and dumps each item: the path for
+    /// pages the scanner leaves alone, and the one that names every error.
+    static func decodeWhole(_ body: [UInt8], headers: [(name: String, value: String)], paging: Paging, wantsIds: Bool) throws -> UpstreamPage {
+        try JSON.withArena {
+            let root: JSON
+            do throws(JSONParseError) {
+                root = try JSON.parse(body)
+            } catch {
+                throw LoadError.undecodable(PageDecodingFailure(
+                    line: error.line, column: error.column, message: "page is not JSON: \(error.text)"))
+            }
+            guard let array = root.pointer(paging.items) else {
+                throw missing(paging.items, "the item array")
+            }
+            guard array.kind == .array else {
+                throw LoadError.undecodable(PageDecodingFailure(
+                    pointer: paging.items, message: "expected an array of items at '\(paging.items)'"))
+            }
+            let elements = array.elements
+            var page = UpstreamPage(items: PageItems(elements.map(RawJSON.init)), headers: headers)
+            if let idPointer = paging.id {
+                if wantsIds {
+                    page.ids = try elements.map { try readCursor($0.pointer(idPointer), at: idPointer, required: false) }
+                }
+                if let last = elements.last {
+                    page.lastItemId = try readCursor(last.pointer(idPointer), at: idPointer, required: paging.strategy == .lastId)
+                }
+            }
+            try readFacts(root, into: &page, paging: paging)
+            return page
+        }
+    }
+
+    /// Whether the strategy reads its next cursor from `paging.next`.
+    static func readsNext(_ paging: Paging) -> Bool {
+        paging.strategy == .cursor || paging.strategy == .nextUrl
+    }
+
+    /// Reads the next cursor, `hasNext` and `total` from the page.
+    static func readFacts(_ root: JSON, into page: inout UpstreamPage, paging: Paging) throws {
+        if let nextPointer = paging.next, readsNext(paging) {
             page.next = try readCursor(root.pointer(nextPointer), at: nextPointer, required: false)
         }
         if let hasNextPointer = paging.hasNext {
@@ -81,7 +177,6 @@ public struct UpstreamPage: JSONDecodable {
             }
             page.total = value
         }
-        return page
     }
 
     /// A real total as an integer, saturating beyond the range of `Int64`.
@@ -91,11 +186,11 @@ public struct UpstreamPage: JSONDecodable {
         return Int64(value)
     }
 
-    private static func missing(_ pointer: String, _ what: String) -> LoadError {
+    static func missing(_ pointer: String, _ what: String) -> LoadError {
         .undecodable(PageDecodingFailure(pointer: pointer, message: "page has no \(what) at '\(pointer)'"))
     }
 
-    private static func readCursor(_ value: JSON?, at pointer: String, required: Bool) throws -> Cursor? {
+    static func readCursor(_ value: JSON?, at pointer: String, required: Bool) throws -> Cursor? {
         switch Cursor.from(value) {
         case .success(let cursor):
             if cursor == nil && required {
@@ -107,5 +202,43 @@ public struct UpstreamPage: JSONDecodable {
             throw LoadError.undecodable(PageDecodingFailure(
                 pointer: pointer, message: "expected a string or integer at '\(pointer)', found \(error.kind)"))
         }
+    }
+}
+
+/// The second stage of decoding a scanned page: jansson parses the
+/// compacted items, which proves the page is JSON and the items are what
+/// the source sent, and reads their ids when they are asked for.
+public struct PageCheck: Sendable {
+    let items: PageItems
+    /// Pointer to each item's id, when ids are wanted (`dedupe`).
+    let idPointer: String?
+    /// The page as sent, to name the place of an error.
+    let body: [UInt8]
+    let headers: [(name: String, value: String)]
+    let paging: Paging
+
+    /// Runs the check; returns the items' ids when they are wanted (else `[]`).
+    public func run() throws -> [Cursor?] {
+        let outcome: Result<[Cursor?], LoadError>? = JSON.withArena {
+            guard let array = try? items.array.withUnsafeBytes({ try JSON.parse($0) }),
+                  array.kind == .array, array.count == items.count else { return nil }
+            guard let idPointer else { return .success([]) }
+            var ids: [Cursor?] = []
+            ids.reserveCapacity(items.count)
+            for index in 0..<array.count {
+                do {
+                    ids.append(try UpstreamPage.readCursor(array[index]?.pointer(idPointer), at: idPointer, required: false))
+                } catch let error as LoadError {
+                    return .failure(error)
+                } catch {
+                    return .failure(.undecodable(PageDecodingFailure(message: "\(error)")))
+                }
+            }
+            return .success(ids)
+        }
+        if let outcome { return try outcome.get() }
+        // Not JSON: parse the page as sent, so the error names the place in it.
+        _ = try UpstreamPage.decodeWhole(body, headers: headers, paging: paging, wantsIds: idPointer != nil)
+        throw LoadError.undecodable(PageDecodingFailure(pointer: paging.items, message: "the items at '\(paging.items)' are not JSON"))
     }
 }

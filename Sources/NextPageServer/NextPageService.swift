@@ -113,7 +113,7 @@ public final class NextPageService: RPCHandler {
             let slice = await collection.items(offset: offset, limit: limit)
             let result = RawJSON.object([
                 "collection": .string(name),
-                "items": .array(slice.items), "count": .integer(slice.count), "offset": .integer(slice.offset),
+                "items": slice.items.json, "count": .integer(slice.count), "offset": .integer(slice.offset),
             ])
             return { @Sendable in result }
         case "loadAll":
@@ -144,6 +144,9 @@ public final class NextPageService: RPCHandler {
         var count = 0
         var ticket = first
         var state = await collection.state
+        // loadAll asks for page after page: let them be read ahead.
+        await collection.streamingDemand(1)
+        defer { Task { await collection.streamingDemand(-1) } }
         func progress(_ kind: String) {
             guard let progressToken else { return }
             context.notify("$/progress", .object([

@@ -20,7 +20,7 @@ enum Wire {
     static func page(_ collection: String, _ result: PageResult) -> RawJSON {
         .object([
             "collection": .string(collection),
-            "items": .array(result.items),
+            "items": result.items.json,
             "page": .integer(result.page),
             "hasNext": .bool(result.state.hasNext),
             "lastId": result.state.lastId?.json ?? .null,

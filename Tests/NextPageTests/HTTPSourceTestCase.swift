@@ -71,7 +71,7 @@ class HTTPSourceTestCase: XCTestCase {
     }
 
     /// The `id` of each item as text (`?` when it has none).
-    static func ids(_ items: [RawJSON]) -> [String] {
+    static func ids<C: Collection>(_ items: C) -> [String] where C.Element == RawJSON {
         items.map { raw in
             guard let id = try? raw.parsed().pointer("/id") else { return "?" }
             return id.string ?? id.integer.map(String.init) ?? "?"

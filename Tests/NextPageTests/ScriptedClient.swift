@@ -32,7 +32,7 @@ func scriptedPageBody(_ ids: [Int], next: RawJSON) -> [UInt8] {
 }
 
 /// The `id` of each delivered item (-1 when an item has none).
-func itemIds(_ items: [RawJSON]) -> [Int] {
+func itemIds<C: Collection>(_ items: C) -> [Int] where C.Element == RawJSON {
     items.map { raw in
         guard let parsed = try? raw.parsed(), let id = parsed.pointer("/id")?.integer else { return -1 }
         return Int(id)

@@ -11,14 +11,17 @@ final class StrategyTests: XCTestCase {
     private func decode(_ body: String, _ paging: Paging, cursor: Cursor? = nil, headers: [(name: String, value: String)] = [],
                         dedupe: Bool = false) throws -> UpstreamPage {
         let request = PageRequest(cursor: cursor, isFirstPage: cursor == nil, paging: paging, options: CollectionOptions(dedupe: dedupe))
-        return try UpstreamPage.decode(UpstreamResponse(headers: headers, body: Array(body.utf8)), for: request)
+        var page = try UpstreamPage.decode(UpstreamResponse(headers: headers, body: Array(body.utf8)), for: request)
+        try page.completeChecks()
+        return page
     }
 
     /// Decodes `body` and advances with the paging's strategy.
     private func advance(_ body: String, _ paging: Paging, cursor: Cursor? = nil, pageSize: Int? = nil, loadedBefore: Int = 0,
                          headers: [(name: String, value: String)] = []) throws -> Advance {
         let request = PageRequest(cursor: cursor, isFirstPage: cursor == nil, paging: paging, options: CollectionOptions(pageSize: pageSize))
-        let page = try UpstreamPage.decode(UpstreamResponse(headers: headers, body: Array(body.utf8)), for: request)
+        var page = try UpstreamPage.decode(UpstreamResponse(headers: headers, body: Array(body.utf8)), for: request)
+        try page.completeChecks()
         return paging.strategy.implementation.advance(after: page, request: request, loadedBefore: loadedBefore)
     }
 

@@ -9,6 +9,8 @@ public struct BundledClient: Client {
         self.pages = pages
     }
 
+    public var fetchesHaveNoEffects: Bool { true }
+
     public func fetch<R: Request>(_ request: R) async throws -> UpstreamResponse {
         if Task.isCancelled { throw LoadError.cancelled }
         let name = FileClient.fileName(for: request)

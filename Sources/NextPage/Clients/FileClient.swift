@@ -42,16 +42,23 @@ public struct FileClient: Client {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Page files are only read. (A FIFO standing in for a page is consumed
+    /// by a read, even one made ahead of time.)
+    public var fetchesHaveNoEffects: Bool { true }
+
     public func fetch<R: Request>(_ request: R) async throws -> UpstreamResponse {
         if Task.isCancelled { throw LoadError.cancelled }
         let name = Self.fileName(for: request)
         let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
-        // Blocking file I/O runs on a Dispatch thread, never in the Swift
-        // concurrency pool (a page file may be a slow disk or a FIFO).
-        let read = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: Self.readFile(path)) }
+        var read = Self.readRegularFile(path)
+        if read == nil {
+            // Not a regular file (a FIFO, a device): its reads may block, so
+            // they run on a Dispatch thread, never in the concurrency pool.
+            read = await withCheckedContinuation { continuation in
+                DispatchQueue.global().async { continuation.resume(returning: Self.readFile(path)) }
+            }
         }
-        switch read {
+        switch read! {
         case .success(let body):
             if Task.isCancelled { throw LoadError.cancelled }
             return UpstreamResponse(body: body)
@@ -62,7 +69,20 @@ public struct FileClient: Client {
         }
     }
 
-    /// Reads a whole file with one `read` loop into memory.
+    /// Reads `path` at once when it is a regular file (reads from the page
+    /// cache or the disk, which do not wait on anyone); `nil` for anything else.
+    static func readRegularFile(_ path: String) -> Result<[UInt8], SystemError>? {
+        // O_NONBLOCK: opening a FIFO must not wait for a writer here.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return .failure(SystemError(code: errno)) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return .failure(SystemError(code: errno)) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return readAll(fd, sizeHint: Int(info.st_size))
+    }
+
+    /// Reads a whole file with one `read` loop into memory (blocking).
     static func readFile(_ path: String) -> Result<[UInt8], SystemError> {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return .failure(SystemError(code: errno)) }
@@ -70,11 +90,27 @@ public struct FileClient: Client {
         var info = stat()
         guard fstat(fd, &info) == 0 else { return .failure(SystemError(code: errno)) }
         guard (info.st_mode & S_IFMT) != S_IFDIR else { return .failure(SystemError(code: EISDIR)) }
-        // The size is a hint: a FIFO reports 0 and is read to its end like any file.
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        return readAll(fd, sizeHint: Int(info.st_size))
+    }
+
+    /// Reads `fd` to its end. The size is a hint: a FIFO reports 0 and a
+    /// file may grow; either is read to its end.
+    private static func readAll(_ fd: Int32, sizeHint: Int) -> Result<[UInt8], SystemError> {
+        var capacity = max(sizeHint + 1, 4096)
+        var bytes = [UInt8]()
         var filled = 0
         while true {
-            if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: max(4096, filled))) }
+            if filled == bytes.count {
+                // Grow without zero-filling: only bytes that were read are kept.
+                let grown = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+                    bytes.withUnsafeBufferPointer { old in
+                        if let base = old.baseAddress { buffer.baseAddress!.update(from: base, count: filled) }
+                    }
+                    count = capacity
+                }
+                bytes = grown
+                capacity *= 2
+            }
             let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
             if n < 0 {
                 if errno == EINTR { continue }

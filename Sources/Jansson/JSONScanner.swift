@@ -1,0 +1,421 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Finds an array in a JSON text by scanning its bytes, and compacts it,
+/// without building a tree.
+///
+/// The scanner does not validate: it only finds where things are, the way a
+/// JSON parser would if the text is valid. Callers validate with jansson
+/// what the scanner found (see `UpstreamPage`); whenever the scanner cannot
+/// vouch for its result (an escape it cannot read, a value it does not
+/// expect, whitespace that would glue two tokens together once removed) it
+/// returns `nil` and the caller parses the whole text with jansson instead.
+///
+/// Objects follow jansson's rule for duplicate keys: the last one wins.
+public enum JSONScanner {
+    /// An array found in a text, without whitespace outside strings.
+    public struct CompactArray: Sendable {
+        /// The array: `[a,b,c]`.
+        public var bytes: [UInt8]
+        /// Where each element starts in `bytes`.
+        public var starts: [UInt32]
+        /// The bytes the array occupied in the scanned text.
+        public var range: Range<Int>
+        /// Nesting depth of the array within the text (1 for the root), plus
+        /// the deepest nesting inside it: what a parser of the whole text reaches.
+        public var depth: Int
+    }
+
+    /// Finds the array at the JSON Pointer `tokens` in `text` and compacts it.
+    ///
+    /// Returns `nil` when nothing is found there, when the value there is
+    /// not an array, or when the scanner cannot vouch for what it found.
+    public static func compactArray(at tokens: [String], in text: UnsafeBufferPointer<UInt8>) -> CompactArray? {
+        guard let base = text.baseAddress, !text.isEmpty else { return nil }
+        var scanner = Scanner(base: base, end: text.count)
+        let keys = tokens.map { Array($0.utf8) }
+        guard let outcome = scanner.descend(keys[...], from: 0, depth: 0), let found = outcome.found else { return nil }
+        return found
+    }
+
+    /// Compacts one JSON value (removes whitespace outside strings).
+    ///
+    /// Returns `nil` when the bytes are not one value the scanner can
+    /// vouch for; validate the result with jansson.
+    public static func compact(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard let base = text.baseAddress, !text.isEmpty else { return nil }
+        let scanner = Scanner(base: base, end: text.count)
+        let start = scanner.skipWhitespace(0)
+        guard start < text.count else { return nil }
+        var out = [UInt8]()
+        guard let end = scanner.compactValue(from: start, into: &out, starts: nil, depth: nil) else { return nil }
+        guard scanner.skipWhitespace(end) == text.count else { return nil }
+        return out
+    }
+}
+
+private struct Scanner {
+    let base: UnsafePointer<UInt8>
+    let end: Int
+
+    struct Outcome {
+        var found: JSONScanner.CompactArray?
+        /// Index just past the value that was descended into.
+        var end: Int
+    }
+
+    // MARK: Navigation
+
+    /// Finds the target below the value starting at (or after whitespace from) `start`.
+    mutating func descend(_ tokens: ArraySlice<[UInt8]>, from start: Int, depth: Int) -> Outcome? {
+        let i = skipWhitespace(start)
+        guard i < end else { return nil }
+        guard let token = tokens.first else {
+            guard base[i] == Byte.openBracket else {
+                guard let valueEnd = skipValue(from: i) else { return nil }
+                return Outcome(found: nil, end: valueEnd)
+            }
+            var bytes = [UInt8]()
+            var starts = [UInt32]()
+            var maxDepth = 0
+            guard let arrayEnd = compactValue(from: i, into: &bytes, starts: &starts, depth: &maxDepth) else { return nil }
+            // Keep long-lived items tight: drop the capacity reserved for bytes that were whitespace.
+            if bytes.capacity - bytes.count > bytes.count / 16 + 64 { bytes = Array(bytes[...]) }
+            let found = JSONScanner.CompactArray(bytes: bytes, starts: starts, range: i..<arrayEnd, depth: depth + maxDepth)
+            return Outcome(found: found, end: arrayEnd)
+        }
+        let rest = tokens.dropFirst()
+        switch base[i] {
+        case Byte.openBrace:
+            var j = skipWhitespace(i + 1)
+            guard j < end else { return nil }
+            var found: JSONScanner.CompactArray?
+            if base[j] == Byte.closeBrace { return Outcome(found: nil, end: j + 1) }
+            while true {
+                guard j < end, base[j] == Byte.quote, let key = scanString(from: j) else { return nil }
+                guard let matches = keyEquals(from: j + 1, to: key.end - 1, escaped: key.escaped, token) else { return nil }
+                j = skipWhitespace(key.end)
+                guard j < end, base[j] == Byte.colon else { return nil }
+                j = skipWhitespace(j + 1)
+                guard j < end else { return nil }
+                if matches {
+                    // A later duplicate key replaces this value, as in jansson.
+                    guard let outcome = descend(rest, from: j, depth: depth + 1) else { return nil }
+                    found = outcome.found
+                    j = outcome.end
+                } else {
+                    guard let valueEnd = skipValue(from: j) else { return nil }
+                    j = valueEnd
+                }
+                j = skipWhitespace(j)
+                guard j < end else { return nil }
+                if base[j] == Byte.comma {
+                    j = skipWhitespace(j + 1)
+                    continue
+                }
+                guard base[j] == Byte.closeBrace else { return nil }
+                return Outcome(found: found, end: j + 1)
+            }
+        case Byte.openBracket:
+            guard let index = Self.arrayIndex(token) else {
+                guard let valueEnd = skipValue(from: i) else { return nil }
+                return Outcome(found: nil, end: valueEnd)
+            }
+            var j = skipWhitespace(i + 1)
+            guard j < end else { return nil }
+            if base[j] == Byte.closeBracket { return Outcome(found: nil, end: j + 1) }
+            var found: JSONScanner.CompactArray?
+            var position = 0
+            while true {
+                if position == index {
+                    guard let outcome = descend(rest, from: j, depth: depth + 1) else { return nil }
+                    found = outcome.found
+                    j = outcome.end
+                } else {
+                    guard let valueEnd = skipValue(from: j) else { return nil }
+                    j = valueEnd
+                }
+                position += 1
+                j = skipWhitespace(j)
+                guard j < end else { return nil }
+                if base[j] == Byte.comma {
+                    j = skipWhitespace(j + 1)
+                    continue
+                }
+                guard base[j] == Byte.closeBracket else { return nil }
+                return Outcome(found: found, end: j + 1)
+            }
+        default:
+            guard let valueEnd = skipValue(from: i) else { return nil }
+            return Outcome(found: nil, end: valueEnd)
+        }
+    }
+
+    /// An RFC 6901 array index token: `0` or digits without a leading zero.
+    static func arrayIndex(_ token: [UInt8]) -> Int? {
+        guard let first = token.first, token.count <= 18 else { return nil }
+        if first == UInt8(ascii: "0") && token.count > 1 { return nil }
+        var value = 0
+        for byte in token {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return value
+    }
+
+    // MARK: Lexing
+
+    @inline(__always)
+    func skipWhitespace(_ start: Int) -> Int {
+        var i = start
+        while i < end, Byte.isWhitespace(base[i]) { i += 1 }
+        return i
+    }
+
+    /// The string starting at the quote at `start`: the index after its
+    /// closing quote, and whether it holds a backslash.
+    @inline(__always)
+    func scanString(from start: Int) -> (end: Int, escaped: Bool)? {
+        var i = start + 1
+        var escaped = false
+        while i < end {
+            let byte = base[i]
+            if byte == Byte.quote { return (i + 1, escaped) }
+            if byte == Byte.backslash {
+                escaped = true
+                i += 2
+            } else {
+                i += 1
+            }
+        }
+        return nil
+    }
+
+    /// The index just past the value starting at `start`.
+    func skipValue(from start: Int) -> Int? {
+        guard start < end else { return nil }
+        switch base[start] {
+        case Byte.quote:
+            return scanString(from: start)?.end
+        case Byte.openBrace, Byte.openBracket:
+            var depth = 0
+            var i = start
+            while i < end {
+                let byte = base[i]
+                switch byte {
+                case Byte.quote:
+                    guard let string = scanString(from: i) else { return nil }
+                    i = string.end
+                    continue
+                case Byte.openBrace, Byte.openBracket:
+                    depth += 1
+                case Byte.closeBrace, Byte.closeBracket:
+                    depth -= 1
+                    if depth == 0 { return i + 1 }
+                default:
+                    break
+                }
+                i += 1
+            }
+            return nil
+        default:
+            var i = start
+            while i < end, Byte.isScalar(base[i]) { i += 1 }
+            return i > start ? i : nil
+        }
+    }
+
+    /// Copies the value at `start` into `out` without whitespace outside
+    /// strings; returns the index just past it. When `starts` is given the
+    /// value must be an array, and the offset in `out` of each of its
+    /// elements is recorded. `depth` receives the deepest nesting reached.
+    func compactValue(from start: Int, into out: inout [UInt8], starts: UnsafeMutablePointer<[UInt32]>?, depth: UnsafeMutablePointer<Int>?) -> Int? {
+        var result: Int?
+        let capacity = end - start
+        var maxDepth = 0
+        var elementStarts: [UInt32] = []
+        let wantsStarts = starts != nil
+        if wantsStarts {
+            guard base[start] == Byte.openBracket else { return nil }
+            // A rough guess; the array grows if there are more.
+            elementStarts.reserveCapacity(min(capacity / 16 + 1, 1 << 20))
+        }
+        guard capacity < Int(UInt32.max) else { return nil }
+        out = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+            let o = buffer.baseAddress!
+            var i = start
+            var n = 0
+            var level = 0
+            var last: UInt8 = 0
+            scan: while i < end {
+                let byte = base[i]
+                switch byte {
+                case Byte.quote:
+                    guard let string = scanString(from: i) else { break scan }
+                    let length = string.end - i
+                    (o + n).update(from: base + i, count: length)
+                    n += length
+                    i = string.end
+                    last = Byte.quote
+                    if level == 0 { result = i; break scan }
+                    continue
+                case Byte.space, Byte.tab, Byte.newline, Byte.carriageReturn:
+                    var k = i + 1
+                    while k < end, Byte.isWhitespace(base[k]) { k += 1 }
+                    // Removing it would glue two tokens (`1 2` -> `12`): not ours to judge.
+                    if k < end, Byte.isScalar(last), Byte.isScalar(base[k]) { break scan }
+                    if level == 0 { result = i; break scan }
+                    i = k
+                    continue
+                case Byte.openBracket, Byte.openBrace:
+                    o[n] = byte
+                    n += 1
+                    level += 1
+                    if level > maxDepth { maxDepth = level }
+                    if wantsStarts && level == 1 {
+                        // The first element starts after the bracket, unless the array is empty.
+                        let k = skipWhitespace(i + 1)
+                        if k < end, base[k] != Byte.closeBracket { elementStarts.append(UInt32(n)) }
+                    }
+                case Byte.closeBracket, Byte.closeBrace:
+                    o[n] = byte
+                    n += 1
+                    level -= 1
+                    if level <= 0 {
+                        if level == 0 { result = i + 1 }
+                        break scan
+                    }
+                case Byte.comma:
+                    o[n] = byte
+                    n += 1
+                    if level == 0 { break scan }
+                    if wantsStarts && level == 1 { elementStarts.append(UInt32(n)) }
+                default:
+                    if level == 0 && !Byte.isScalar(byte) { break scan }
+                    o[n] = byte
+                    n += 1
+                    if level == 0, i + 1 == end || !Byte.isScalar(base[i + 1]) { result = i + 1; i += 1; last = byte; break scan }
+                }
+                last = byte
+                i += 1
+            }
+            count = n
+        }
+        guard let result else { return nil }
+        starts?.pointee = elementStarts
+        depth?.pointee = maxDepth
+        return result
+    }
+
+    // MARK: Keys
+
+    /// Whether the object key in `base[from..<to]` (between its quotes)
+    /// equals `token`; `nil` when it holds an escape that cannot be read.
+    func keyEquals(from: Int, to: Int, escaped: Bool, _ token: [UInt8]) -> Bool? {
+        if !escaped {
+            guard to - from == token.count else { return false }
+            return token.withUnsafeBufferPointer { t in
+                guard let tokenBase = t.baseAddress else { return true }
+                return memcmp(base + from, tokenBase, token.count) == 0
+            }
+        }
+        guard let key = Self.unescape(UnsafeBufferPointer(start: base + from, count: to - from)) else { return nil }
+        return key == token
+    }
+
+    /// The bytes a JSON string's contents stand for; `nil` for a bad escape.
+    static func unescape(_ raw: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        var out: [UInt8] = []
+        out.reserveCapacity(raw.count)
+        var i = 0
+        func hex4(_ at: Int) -> UInt32? {
+            guard at + 4 <= raw.count else { return nil }
+            var value: UInt32 = 0
+            for k in at..<(at + 4) {
+                let byte = raw[k]
+                let digit: UInt8
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+                default: return nil
+                }
+                value = value << 4 | UInt32(digit)
+            }
+            return value
+        }
+        while i < raw.count {
+            let byte = raw[i]
+            guard byte == Byte.backslash else {
+                out.append(byte)
+                i += 1
+                continue
+            }
+            guard i + 1 < raw.count else { return nil }
+            let escape = raw[i + 1]
+            i += 2
+            switch escape {
+            case UInt8(ascii: "\""): out.append(Byte.quote)
+            case UInt8(ascii: "\\"): out.append(Byte.backslash)
+            case UInt8(ascii: "/"): out.append(UInt8(ascii: "/"))
+            case UInt8(ascii: "b"): out.append(0x08)
+            case UInt8(ascii: "f"): out.append(0x0C)
+            case UInt8(ascii: "n"): out.append(0x0A)
+            case UInt8(ascii: "r"): out.append(0x0D)
+            case UInt8(ascii: "t"): out.append(0x09)
+            case UInt8(ascii: "u"):
+                guard var scalar = hex4(i) else { return nil }
+                i += 4
+                if (0xD800..<0xDC00).contains(scalar) {
+                    guard i + 6 <= raw.count, raw[i] == Byte.backslash, raw[i + 1] == UInt8(ascii: "u"),
+                          let low = hex4(i + 2), (0xDC00..<0xE000).contains(low) else { return nil }
+                    i += 6
+                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                } else if (0xDC00..<0xE000).contains(scalar) {
+                    return nil
+                }
+                guard scalar != 0, let unicode = Unicode.Scalar(scalar) else { return nil }
+                out.append(contentsOf: Array(String(Character(unicode)).utf8))
+            default:
+                return nil
+            }
+        }
+        return out
+    }
+}
+
+/// The bytes the scanner cares about.
+enum Byte {
+    static let quote = UInt8(ascii: "\"")
+    static let backslash = UInt8(ascii: "\\")
+    static let openBrace = UInt8(ascii: "{")
+    static let closeBrace = UInt8(ascii: "}")
+    static let openBracket = UInt8(ascii: "[")
+    static let closeBracket = UInt8(ascii: "]")
+    static let comma = UInt8(ascii: ",")
+    static let colon = UInt8(ascii: ":")
+    static let space = UInt8(ascii: " ")
+    static let tab = UInt8(ascii: "\t")
+    static let newline = UInt8(ascii: "\n")
+    static let carriageReturn = UInt8(ascii: "\r")
+
+    @inline(__always)
+    static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == space || byte == newline || byte == carriageReturn || byte == tab
+    }
+
+    /// A byte that can be part of a number or a literal (`true`, `false`, `null`).
+    @inline(__always)
+    static func isScalar(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+             UInt8(ascii: "."), UInt8(ascii: "+"), UInt8(ascii: "-"):
+            return true
+        default:
+            return false
+        }
+    }
+}
