@@ -31,7 +31,11 @@ public struct ConnectionOptions: Sendable {
     /// Seconds to wait for requests in flight at end of input.
     public var drainTimeout: Double = 10
     /// Replies waiting to be written beyond which reading pauses.
-    public var maxPendingOutputBytes = 64 << 20
+    public var maxPendingOutputBytes = 1 << 20
+    /// Requests being answered beyond which reading pauses (each waiting
+    /// request holds a task; a client that sends ten thousand at once is
+    /// read as the earlier ones are answered).
+    public var maxRequestsInFlight = 1024
 
     public init() {}
 }
@@ -62,6 +66,8 @@ public final class Connection: @unchecked Sendable {
         case endOfInput
         case stop
         case finished(Int)
+        /// A tick of the drain timer.
+        case drainTick
     }
 
     private let input: Int32
@@ -71,11 +77,14 @@ public final class Connection: @unchecked Sendable {
     private let events: AsyncStream<Event>
     private let eventSink: AsyncStream<Event>.Continuation
 
+    /// Messages read and not yet dispatched, plus requests being answered:
+    /// the reader's back-pressure.
+    private let admitted: AdmissionCount
+
     // Touched only by the dispatch loop in `run()`.
     private var inFlight: [Int: (id: RequestID?, task: Task<Void, Never>)] = [:]
     private var nextToken = 0
     private var shutdownRequested = false
-    private var drainWaiter: CheckedContinuation<Void, Never>?
 
     /// A connection reading `input` and writing through `writer`.
     public init(input: Int32, writer: OutputWriter, options: ConnectionOptions, handler: any RPCHandler) {
@@ -83,6 +92,7 @@ public final class Connection: @unchecked Sendable {
         self.writer = writer
         self.options = options
         self.handler = handler
+        self.admitted = AdmissionCount(limit: options.maxRequestsInFlight)
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
     }
 
@@ -101,12 +111,16 @@ public final class Connection: @unchecked Sendable {
             case .framing(let framing):
                 writer.setFraming(framing)
             case .frame(let frame):
-                if let end = await handle(frame) {
+                let end = await handle(frame)
+                admitted.add(-1)
+                if let end {
                     ending = end
                     break loop
                 }
             case .finished(let token):
                 inFlight[token] = nil
+            case .drainTick:
+                continue
             case .endOfInput:
                 ending = .endOfInput
                 break loop
@@ -127,6 +141,7 @@ public final class Connection: @unchecked Sendable {
         let sink = eventSink
         let options = self.options
         let writer = self.writer
+        let admitted = self.admitted
         startThread {
             var framer = MessageFramer(mode: options.framing, maxMessageBytes: options.maxMessageBytes)
             var announced = false
@@ -136,6 +151,7 @@ public final class Connection: @unchecked Sendable {
             while true {
                 // Back-pressure: stop reading while too many replies wait to be written.
                 writer.waitForRoom(limit: options.maxPendingOutputBytes)
+                admitted.waitForRoom()
                 let n = read(input, buffer.baseAddress!, size)
                 if n < 0 {
                     if errno == EINTR { continue }
@@ -147,6 +163,7 @@ public final class Connection: @unchecked Sendable {
                     announced = true
                     sink.yield(.framing(framing))
                 }
+                admitted.add(frames.count)
                 for frame in frames { sink.yield(.frame(frame)) }
             }
             for frame in framer.finish() { sink.yield(.frame(frame)) }
@@ -281,8 +298,11 @@ public final class Connection: @unchecked Sendable {
         let token = nextToken
         nextToken += 1
         let sink = eventSink
+        let admitted = self.admitted
+        admitted.add(1)
         let task = Task {
             await body()
+            admitted.add(-1)
             sink.yield(.finished(token))
         }
         inFlight[token] = (id, task)
@@ -293,32 +313,66 @@ public final class Connection: @unchecked Sendable {
     /// a long queue of requests that keeps being answered is drained whole.
     private func drain() async {
         if inFlight.isEmpty { return }
-        let timeout = Duration.milliseconds(Int(options.drainTimeout * 1000))
-        func startTimer() -> Task<Void, Never> {
-            Task { [eventSink] in
-                do {
-                    try await Task.sleep(for: timeout)
-                    eventSink.yield(.stop)
-                } catch {}
+        // Ten ticks per timeout; a tick with no request finished since the
+        // tenth tick before it ends the wait.
+        let ticksPerTimeout = 10
+        let tick = Duration.milliseconds(max(1, Int(options.drainTimeout * 1000) / ticksPerTimeout))
+        let timer = Task { [eventSink] in
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: tick) } catch { return }
+                eventSink.yield(.drainTick)
             }
         }
-        var timer = startTimer()
         defer { timer.cancel() }
+        var idleTicks = 0
         for await event in events {
             switch event {
             case .finished(let token):
                 inFlight[token] = nil
                 if inFlight.isEmpty { return }
-                timer.cancel()
-                timer = startTimer()
+                idleTicks = 0
+            case .drainTick:
+                idleTicks += 1
+                if idleTicks >= ticksPerTimeout { await cancelInFlight(); return }
             case .stop:
-                for (_, entry) in inFlight { entry.task.cancel() }
-                // Give cancelled requests their -32800 replies.
-                for (_, entry) in inFlight { await entry.task.value }
+                await cancelInFlight()
                 return
             case .framing, .frame, .endOfInput:
                 continue
             }
+        }
+    }
+
+    /// Cancels every request in flight and waits for their -32800 replies.
+    private func cancelInFlight() async {
+        for (_, entry) in inFlight { entry.task.cancel() }
+        for (_, entry) in inFlight { await entry.task.value }
+    }
+}
+
+/// How many requests are in flight. The reader waits when there are
+/// `limit`, until half of them are answered, so it is woken once per batch.
+private final class AdmissionCount: @unchecked Sendable {
+    private let condition = Condition()
+    private let limit: Int
+    private var count = 0
+
+    init(limit: Int) {
+        self.limit = max(1, limit)
+    }
+
+    func add(_ delta: Int) {
+        condition.locked {
+            count += delta
+            if delta < 0 && count == limit / 2 { condition.broadcast() }
+        }
+    }
+
+    /// Blocks the calling thread while the limit is reached.
+    func waitForRoom() {
+        condition.locked {
+            guard count >= limit else { return }
+            while count > limit / 2 { condition.wait() }
         }
     }
 }

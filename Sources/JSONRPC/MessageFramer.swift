@@ -175,13 +175,18 @@ public struct MessageFramer: Sendable {
             out.append(lf)
             return out
         case .lsp:
-            let header = Array("Content-Length: \(body.count)\r\n\r\n".utf8)
+            let header = lspHeader(length: body.count)
             var out = [UInt8]()
             out.reserveCapacity(header.count + body.count)
             out.append(contentsOf: header)
             out.append(contentsOf: body)
             return out
         }
+    }
+
+    /// The header block of an lsp message whose body is `length` bytes.
+    public static func lspHeader(length: Int) -> [UInt8] {
+        Array("Content-Length: \(length)\r\n\r\n".utf8)
     }
 
     // MARK: - Dispatch

@@ -8,15 +8,30 @@ import Jansson
 /// The single writer of protocol output: messages are queued by any task and
 /// written, whole and in queue order, by one thread, so no two replies ever
 /// interleave on the stream.
+///
+/// Messages are framed as they are written (`writev` of the body and its
+/// line end or header), so a reply is never copied to be framed.
 public final class OutputWriter: @unchecked Sendable {
+    private struct Queued {
+        let body: [UInt8]
+        let framing: Framing
+        /// Bytes on the wire: the body and its framing.
+        var size: Int { body.count + (framing == .ndjson ? 1 : MessageFramer.lspHeader(length: body.count).count) }
+    }
+
     private let fd: Int32
     private let condition = Condition()
     // Guarded by `condition`.
-    private var queue: [[UInt8]] = []
+    private var queue: [Queued] = []
+    private var queueHead = 0
     private var pending = 0
     private var writing = false
     private var broken = false
     private var framing: Framing = .ndjson
+    /// The writer thread waits for messages.
+    private var idle = false
+    /// Threads waiting in `flush` or `waitForRoom`.
+    private var waiters = 0
     private let onBrokenPipe: @Sendable () -> Void
 
     /// Writes to `fd`; `onBrokenPipe` runs (on the writer thread) when the
@@ -36,10 +51,10 @@ public final class OutputWriter: @unchecked Sendable {
     public func send(_ message: RawJSON) {
         condition.locked {
             guard !broken else { return }
-            let framed = MessageFramer.frame(message.bytes, as: framing)
-            pending += framed.count
-            queue.append(framed)
-            condition.broadcast()
+            let queued = Queued(body: message.bytes, framing: framing)
+            pending += queued.size
+            queue.append(queued)
+            if idle { condition.broadcast() }
         }
     }
 
@@ -49,42 +64,53 @@ public final class OutputWriter: @unchecked Sendable {
     /// Blocks the calling thread while more than `limit` bytes wait to be written.
     public func waitForRoom(limit: Int) {
         condition.locked {
+            waiters += 1
             while pending > limit && !broken { condition.wait() }
+            waiters -= 1
         }
     }
 
     /// Blocks until everything queued has been written (or the stream broke).
     public func flush() {
         condition.locked {
+            waiters += 1
             while (pending > 0 || writing) && !broken { condition.wait() }
+            waiters -= 1
         }
     }
 
+    /// Most messages written with one `writev`.
+    private static let batchMessages = 256
+
     private func run() {
         while true {
-            var batch: [UInt8] = []
+            var batch: [Queued] = []
             condition.locked {
-                while queue.isEmpty { condition.wait() }
-                // Write several small messages with one system call.
-                var taken = 0
-                for message in queue {
-                    if taken > 0 && batch.count + message.count > 1 << 20 { break }
-                    batch.append(contentsOf: message)
-                    taken += 1
+                while queueHead == queue.count {
+                    idle = true
+                    condition.wait()
+                    idle = false
                 }
-                queue.removeFirst(taken)
+                let end = min(queue.count, queueHead + Self.batchMessages)
+                batch = Array(queue[queueHead..<end])
+                queueHead = end
+                if queueHead == queue.count {
+                    queue.removeAll(keepingCapacity: true)
+                    queueHead = 0
+                }
                 writing = true
             }
             let ok = writeAll(batch)
             condition.locked {
                 writing = false
-                pending -= batch.count
+                pending -= batch.reduce(0) { $0 + $1.size }
                 if !ok {
                     broken = true
                     queue = []
+                    queueHead = 0
                     pending = 0
                 }
-                condition.broadcast()
+                if waiters > 0 { condition.broadcast() }
             }
             if !ok {
                 onBrokenPipe()
@@ -93,24 +119,54 @@ public final class OutputWriter: @unchecked Sendable {
         }
     }
 
-    private func writeAll(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    if errno == EAGAIN {
-                        // A non-blocking descriptor inherited from the parent: wait until writable.
-                        var waiter = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                        _ = poll(&waiter, 1, -1)
-                        continue
-                    }
-                    return false
-                }
-                offset += n
+    private static let lineEnd: [UInt8] = [UInt8(ascii: "\n")]
+
+    /// Writes the messages, each with its framing, with as few `writev` calls as possible.
+    private func writeAll(_ batch: [Queued]) -> Bool {
+        let headers = batch.map { $0.framing == .lsp ? MessageFramer.lspHeader(length: $0.body.count) : [] }
+        var pieces: [UnsafeRawBufferPointer] = []
+        pieces.reserveCapacity(batch.count * 2)
+        // The arrays outlive the pointers: they are held by `batch`, `headers` and `lineEnd`.
+        return withExtendedLifetime((batch, headers)) {
+            for (index, message) in batch.enumerated() {
+                if message.framing == .lsp { pieces.append(headers[index].withUnsafeBytes { $0 }) }
+                pieces.append(message.body.withUnsafeBytes { $0 })
+                if message.framing == .ndjson { pieces.append(Self.lineEnd.withUnsafeBytes { $0 }) }
             }
-            return true
+            return writeVectored(pieces)
         }
+    }
+
+    /// `writev` of every piece, resuming after partial writes.
+    private func writeVectored(_ pieces: [UnsafeRawBufferPointer]) -> Bool {
+        var vectors = pieces.filter { $0.count > 0 }.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
+        var first = 0
+        while first < vectors.count {
+            let count = min(vectors.count - first, 1024)  // IOV_MAX on Linux
+            let n = vectors.withUnsafeMutableBufferPointer { writev(fd, $0.baseAddress! + first, Int32(count)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN {
+                    // A non-blocking descriptor inherited from the parent: wait until writable.
+                    var waiter = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&waiter, 1, -1)
+                    continue
+                }
+                return false
+            }
+            // Skip what was written; a vector written in part is advanced.
+            var written = n
+            while written > 0 && first < vectors.count {
+                if written >= vectors[first].iov_len {
+                    written -= vectors[first].iov_len
+                    first += 1
+                } else {
+                    vectors[first].iov_base += written
+                    vectors[first].iov_len -= written
+                    written = 0
+                }
+            }
+        }
+        return true
     }
 }

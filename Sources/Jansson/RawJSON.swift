@@ -36,7 +36,15 @@ public struct RawJSON: Sendable, Equatable, Hashable, CustomStringConvertible {
 
     /// An object with members in the given order; `nil` values are left out.
     public static func object(_ members: [(String, RawJSON?)]) -> RawJSON {
-        var out: [UInt8] = [UInt8(ascii: "{")]
+        // Sized once: a page's items are copied into the object a single time.
+        var size = 2
+        for (key, value) in members {
+            guard let value else { continue }
+            size += key.utf8.count + 4 + value.bytes.count
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(size)
+        out.append(UInt8(ascii: "{"))
         var first = true
         for (key, value) in members {
             guard let value else { continue }

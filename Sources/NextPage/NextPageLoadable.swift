@@ -238,9 +238,16 @@ extension NextPageLoadable {
     /// Waits for the ticket's turn, then loads the next page.
     public func loadNext(_ ticket: LoadTicket) async throws -> PageResult {
         if let skipped = ticket.skipped { return skipped }
-        let epoch = ticket.epoch
-        guard epoch == loadQueue.epoch else { throw LoadError.cancelled }
+        guard ticket.epoch == loadQueue.epoch else { throw LoadError.cancelled }
+        // Waiting takes little memory per call: the loading itself runs in
+        // its own function, whose larger frame exists only once it is this
+        // call's turn (thousands of calls may be waiting).
         if let waiter = ticket.waiter { try await waitForTurn(waiter) }
+        return try await loadTurn(epoch: ticket.epoch)
+    }
+
+    /// Loads the next page for the call whose turn it is.
+    private func loadTurn(epoch: Int) async throws -> PageResult {
         guard epoch == loadQueue.epoch else { throw LoadError.cancelled }
         if Task.isCancelled {
             passTurn()
