@@ -22,6 +22,8 @@ public struct CollectionDefinition: Sendable {
         case bundled(pages: [String: [UInt8]])
         /// `{"type": "http", "url", ...}`, with `${env:NAME}` expanded.
         case http(HTTPSource)
+        /// `{"type": "command", "argv", ...}`, with `${env:NAME}` expanded.
+        case command(CommandSource)
     }
 
     public var source: Source
@@ -37,11 +39,13 @@ public struct CollectionDefinition: Sendable {
     /// The client that serves this definition's source for the collection
     /// `name`. `upstream` only matters to `http` sources: by default they go
     /// to the network through the process's shared HTTP client; `logger`
-    /// receives their retries and failures (default: no logs).
+    /// receives the retries and failures of `http` and `command` sources
+    /// (default: no logs).
     public func makeClient(name: String = "", upstream: UpstreamMode = .live, logger: Logger? = nil) -> any Client {
         switch source {
         case .file(let directory): return FileClient(directory: directory)
         case .bundled(let pages): return BundledClient(pages: pages)
+        case .command(let command): return CommandClient(source: command, collection: name, logger: logger)
         case .http(let http):
             let redactor = HTTPRedactor(
                 source: http, exemptQueryNames: HTTPRedactor.pagingNames(paging, pageSizeParam: options.pageSizeParam))

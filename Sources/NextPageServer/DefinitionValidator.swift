@@ -12,19 +12,25 @@ import NextPage
 public struct DefinitionValidator: Sendable {
     /// Folder that relative `source.dir` paths are resolved against (`nil`: the working directory).
     public var baseDirectory: String?
-    /// Variables for `${env:NAME}` in `http` sources (`nil`, the default: the process's environment).
+    /// Variables for `${env:NAME}` in `http` and `command` sources (`nil`, the default: the process's environment).
     public var environment: [String: String]?
+    /// Whether `command` sources are accepted (default `true`). The config
+    /// file always may run commands; `define` only when the server runs with
+    /// `--allow-commands`, so its validator has this set to `false` otherwise.
+    public var allowsCommands: Bool
 
-    public init(baseDirectory: String? = nil, environment: [String: String]? = nil) {
+    public init(baseDirectory: String? = nil, environment: [String: String]? = nil, allowsCommands: Bool = true) {
         self.baseDirectory = baseDirectory
         self.environment = environment
+        self.allowsCommands = allowsCommands
     }
 
     /// Source types this build can serve.
-    public static let sourceTypes = ["file", "http"]
+    public static let sourceTypes = ["file", "http", "command"]
     static let httpSourceKeys: Set<String> = [
         "type", "url", "method", "body", "query", "headers", "timeout", "retries", "maxBodyBytes",
     ]
+    static let commandSourceKeys: Set<String> = ["type", "argv", "env", "timeout", "maxBodyBytes"]
     static let collectionKeys: Set<String> = [
         "source", "paging", "pageSize", "pageSizeParam", "maxItems", "prefetch", "dedupe",
         "onRepeatedCursor", "maxEmptyPages",
@@ -88,6 +94,9 @@ public struct DefinitionValidator: Sendable {
         if strategy == .link, case .file = source {
             throw DefinitionError(field: "\(pagingPath).strategy", expected: "a strategy the file source can serve (link reads HTTP headers)")
         }
+        if strategy == .link, case .command = source {
+            throw DefinitionError(field: "\(pagingPath).strategy", expected: "a strategy the command source can serve (link reads HTTP headers)")
+        }
         if case .http(let http) = source {
             try validateCursorPlacement(pagingJSON, strategy: strategy, source: http, pagingPath: pagingPath, sourcePath: field("source"))
         }
@@ -130,6 +139,14 @@ public struct DefinitionValidator: Sendable {
             throw DefinitionError(field: "\(path).type", expected: "one of \(types)")
         }
         if type == "http" { return .http(try validateHTTPSource(json, at: path)) }
+        if type == "command" {
+            guard allowsCommands else {
+                throw DefinitionError(
+                    field: "\(path).type",
+                    expected: "one of file, http (command sources can be defined at run time only when the server runs with --allow-commands; the config file may always use them)")
+            }
+            return .command(try validateCommandSource(json, at: path))
+        }
         for (key, _) in json.members where key != "type" && key != "dir" {
             throw DefinitionError(field: "\(path).\(key)", expected: "no such field for a file source (known: type, dir)")
         }

@@ -306,7 +306,7 @@ public enum EmbeddedSchemas {
     {
       "name": "define",
       "summary": "Define or replace a collection at run time.",
-      "description": "The params are a collection definition (`#/components/schemas/CollectionDefinition`, the same object as a collection of the config file, see Schemas/config.schema.json) plus `name`. The definition is checked like the config file: unknown fields, a bad value, the `link` strategy with a `file` source, or a `source.dir` that is not an existing folder fail with -32004 naming the field. Relative `source.dir` paths are resolved against the config file's folder. Replacing a collection resets the old one (its in-flight requests end with -32800). Returns the new collection's fresh State.",
+      "description": "The params are a collection definition (`#/components/schemas/CollectionDefinition`, the same object as a collection of the config file, see Schemas/config.schema.json) plus `name`. The definition is checked like the config file: unknown fields, a bad value, the `link` strategy with a `file` source, or a `source.dir` that is not an existing folder fail with -32004 naming the field. A `command` source runs programs: it is accepted only when the server runs with `--allow-commands`, otherwise the answer is -32004 on `source.type` and nothing runs. Relative `source.dir` paths are resolved against the config file's folder. Replacing a collection resets the old one (its in-flight requests end with -32800). Returns the new collection's fresh State.",
       "paramStructure": "by-name",
       "params": [
         {
@@ -846,14 +846,14 @@ public enum EmbeddedSchemas {
         },
         "if": {
           "required": ["source"],
-          "properties": {"source": {"required": ["type"], "properties": {"type": {"const": "file"}}}}
+          "properties": {"source": {"required": ["type"], "properties": {"type": {"enum": ["file", "command"]}}}}
         },
         "then": {
           "properties": {
             "paging": {
               "properties": {
                 "strategy": {
-                  "description": "The file source has no response headers, so it cannot serve the `link` strategy.",
+                  "description": "The file and command sources have no response headers, so they cannot serve the `link` strategy.",
                   "not": {"const": "link"}
                 }
               }
@@ -863,8 +863,8 @@ public enum EmbeddedSchemas {
       },
       "Source": {
         "title": "Source",
-        "description": "Where pages come from. This build serves `file` sources only.",
-        "oneOf": [{"$ref": "#/components/schemas/FileSource"}]
+        "description": "Where pages come from, by `type`.",
+        "oneOf": [{"$ref": "#/components/schemas/FileSource"}, {"$ref": "#/components/schemas/CommandSource"}]
       },
       "FileSource": {
         "title": "FileSource",
@@ -878,6 +878,41 @@ public enum EmbeddedSchemas {
             "description": "The folder of the pages; relative paths are resolved against the folder of the config file (for `define`, the server's config folder, else the working directory). Must exist.",
             "type": "string",
             "minLength": 1
+          }
+        }
+      },
+      "CommandSource": {
+        "title": "CommandSource",
+        "description": "A program run once per page, without a shell; what it writes on stdout is the page. The cursor (the empty string for the first page) replaces every `{cursor}` inside the arguments and is set as `NEXTPAGE_CURSOR` in the child's environment, which is the server's environment plus `env`; stdin is /dev/null. A non-zero exit or a signal is an upstream error (-32002) whose message carries the exit status or signal and the end of stderr; a missing program is one too; a timeout is a retryable one. On timeout, on a page larger than `maxBodyBytes` and on cancellation (`reset`, `load`, `$/cancelRequest`) the command's whole process group is killed. Allowed in the config file; `define` accepts it only when the server runs with `--allow-commands` (else -32004 on `source.type`).",
+        "type": "object",
+        "required": ["type", "argv"],
+        "additionalProperties": false,
+        "properties": {
+          "type": {"const": "command"},
+          "argv": {
+            "description": "The program, then its arguments. The program (not empty, without `{cursor}`) is looked up on PATH when it has no `/`; a relative path with a `/` is resolved against the folder of the config file. `{cursor}` may appear anywhere inside an argument. `${env:NAME}` is replaced by the server's environment variable NAME (unset: a config error).",
+            "type": "array",
+            "minItems": 1,
+            "items": {"type": "string"}
+          },
+          "env": {
+            "description": "Variables set for the command on top of the server's environment; `${env:NAME}` in values is expanded.",
+            "type": "object",
+            "propertyNames": {"minLength": 1, "pattern": "^[^=]*$", "not": {"const": "NEXTPAGE_CURSOR"}},
+            "additionalProperties": {"type": "string"}
+          },
+          "timeout": {
+            "description": "Seconds one run may take; then its process group is killed and the request fails with a retryable upstream error.",
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": 86400,
+            "default": 30
+          },
+          "maxBodyBytes": {
+            "description": "Largest page accepted on stdout, in bytes; a command that writes more is killed and the request fails.",
+            "type": "integer",
+            "minimum": 1,
+            "default": 67108864
           }
         }
       },
@@ -1092,7 +1127,7 @@ public enum EmbeddedSchemas {
 {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "title": "nextpage config",
-  "description": "The config file of nextpage (`--config FILE`, default ./nextpage.json): named collections, each a source of pages and a way to walk them. The same collection definition (`$defs/CollectionDefinition`) is what the `define` method takes, plus a `name`. The server rejects unknown fields everywhere. Relative `source.dir` paths are resolved against the folder of the config file. What this schema cannot check and the server does: that `source.dir` is an existing directory.",
+  "description": "The config file of nextpage (`--config FILE`, default ./nextpage.json): named collections, each a source of pages and a way to walk them. The same collection definition (`$defs/CollectionDefinition`) is what the `define` method takes, plus a `name`. The server rejects unknown fields everywhere. Relative `source.dir` paths are resolved against the folder of the config file. What this schema cannot check and the server does: that `source.dir` is an existing directory, and that a command's `argv[0]` is not empty and has no `{cursor}`.",
   "type": "object",
   "required": ["collections"],
   "additionalProperties": false,
@@ -1160,14 +1195,14 @@ public enum EmbeddedSchemas {
       },
       "if": {
         "required": ["source"],
-        "properties": {"source": {"required": ["type"], "properties": {"type": {"const": "file"}}}}
+        "properties": {"source": {"required": ["type"], "properties": {"type": {"enum": ["file", "command"]}}}}
       },
       "then": {
         "properties": {
           "paging": {
             "properties": {
               "strategy": {
-                "description": "The file source has no response headers, so it cannot serve the `link` strategy.",
+                "description": "The file and command sources have no response headers, so they cannot serve the `link` strategy.",
                 "not": {"const": "link"}
               }
             }
@@ -1177,9 +1212,10 @@ public enum EmbeddedSchemas {
     },
     "Source": {
       "title": "Source",
-      "description": "Where pages come from. This build serves `file` sources only.",
+      "description": "Where pages come from, by `type`.",
       "oneOf": [
-        {"$ref": "#/$defs/FileSource"}
+        {"$ref": "#/$defs/FileSource"},
+        {"$ref": "#/$defs/CommandSource"}
       ]
     },
     "FileSource": {
@@ -1194,6 +1230,41 @@ public enum EmbeddedSchemas {
           "description": "The folder of the pages; relative paths are resolved against the folder of the config file (for `define`, the server's config folder, else the working directory). Must exist.",
           "type": "string",
           "minLength": 1
+        }
+      }
+    },
+    "CommandSource": {
+      "title": "CommandSource",
+      "description": "A program run once per page, without a shell; what it writes on stdout is the page. The cursor (the empty string for the first page) replaces every `{cursor}` inside the arguments and is set as `NEXTPAGE_CURSOR` in the child's environment, which is the server's environment plus `env`; stdin is /dev/null. A non-zero exit or a signal is an upstream error (-32002) whose message carries the exit status or signal and the end of stderr; a missing program is one too; a timeout is a retryable one. On timeout, on a page larger than `maxBodyBytes` and on cancellation (`reset`, `load`, `$/cancelRequest`) the command's whole process group is killed. Allowed in the config file; `define` accepts it only when the server runs with `--allow-commands` (else -32004 on `source.type`).",
+      "type": "object",
+      "required": ["type", "argv"],
+      "additionalProperties": false,
+      "properties": {
+        "type": {"const": "command"},
+        "argv": {
+          "description": "The program, then its arguments. The program (not empty, without `{cursor}`) is looked up on PATH when it has no `/`; a relative path with a `/` is resolved against the folder of the config file. `{cursor}` may appear anywhere inside an argument. `${env:NAME}` is replaced by the server's environment variable NAME (unset: a config error).",
+          "type": "array",
+          "minItems": 1,
+          "items": {"type": "string"}
+        },
+        "env": {
+          "description": "Variables set for the command on top of the server's environment; `${env:NAME}` in values is expanded.",
+          "type": "object",
+          "propertyNames": {"minLength": 1, "pattern": "^[^=]*$", "not": {"const": "NEXTPAGE_CURSOR"}},
+          "additionalProperties": {"type": "string"}
+        },
+        "timeout": {
+          "description": "Seconds one run may take; then its process group is killed and the request fails with a retryable upstream error.",
+          "type": "number",
+          "exclusiveMinimum": 0,
+          "maximum": 86400,
+          "default": 30
+        },
+        "maxBodyBytes": {
+          "description": "Largest page accepted on stdout, in bytes; a command that writes more is killed and the request fails.",
+          "type": "integer",
+          "minimum": 1,
+          "default": 67108864
         }
       }
     },

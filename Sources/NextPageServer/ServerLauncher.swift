@@ -18,6 +18,9 @@ public struct ServerSettings: Sendable {
     public var parentPid: Int32?
     /// How `http` sources reach upstream: the network (default), recorded, or replayed.
     public var upstream: UpstreamMode = .live
+    /// Whether `define` may create `command` sources (`--allow-commands`;
+    /// default `false`). The config file may always use them.
+    public var allowCommands = false
 
     public init() {}
 }
@@ -82,7 +85,10 @@ public enum ServerLauncher {
             // The reader of stdout is gone: nobody can receive anything more.
             _exit(141)
         }
-        let service = NextPageService(collections: loaded.collections, validator: loaded.validator, logger: logger, upstream: settings.upstream)
+        // The same validator checks `define`, which may run commands only when allowed.
+        var defineValidator = loaded.validator
+        defineValidator.allowsCommands = settings.allowCommands
+        let service = NextPageService(collections: loaded.collections, validator: defineValidator, logger: logger, upstream: settings.upstream)
         let connection = Connection(input: 0, writer: writer, options: settings.connection, handler: service)
 
         var sources: [any DispatchSourceProtocol] = []
@@ -115,6 +121,8 @@ public enum ServerLauncher {
         for source in sources { source.cancel() }
         // The shared HTTP client of `http` sources, if one was started.
         await HTTPNetworkTransport.shared.shutdown()
+        // Commands of requests cancelled by the drain run in their own sessions.
+        CommandClient.killRunningCommands()
         logger.debug("stopped", metadata: ["reason": "\(ending)"])
         return ending.exitCode
     }

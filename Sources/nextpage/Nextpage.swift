@@ -60,6 +60,10 @@ struct Serve: AsyncParsableCommand {
         valueName: "DIR"))
     var replayUpstream: String?
 
+    @Flag(help: ArgumentHelp(
+        "Let the define method create command sources, which run programs on this machine (the config file may always use them)."))
+    var allowCommands = false
+
     func validate() throws {
         guard maxMessageBytes > 0 else { throw ValidationError("--max-message-bytes must be positive") }
         guard drainTimeout >= 0 else { throw ValidationError("--drain-timeout must not be negative") }
@@ -91,6 +95,7 @@ struct Serve: AsyncParsableCommand {
         settings.configPath = config
         settings.parentPid = parentPid
         settings.upstream = upstream
+        settings.allowCommands = allowCommands
         settings.connection.framing = framing
         settings.connection.maxMessageBytes = maxMessageBytes
         settings.connection.drainTimeout = drainTimeout

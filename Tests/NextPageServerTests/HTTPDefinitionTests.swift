@@ -80,7 +80,7 @@ final class HTTPDefinitionTests: XCTestCase {
         XCTAssertEqual(error(#"{"type": "http"}"#)?.description, "source.url: expected an http or https URL")
         XCTAssertEqual(error(#"{"type": "http", "url": "file:///etc/passwd"}"#)?.description, "source.url: expected an http or https URL")
         XCTAssertEqual(error(#"{"type": "http", "url": 5}"#)?.description, "source.url: expected an http or https URL")
-        XCTAssertEqual(error(#"{"type": "ftp", "url": "x"}"#)?.description, "source.type: expected one of file, http")
+        XCTAssertEqual(error(#"{"type": "ftp", "url": "x"}"#)?.description, "source.type: expected one of file, http, command")
         XCTAssertEqual(
             error(#"{"type": "http", "url": "https://a", "dir": "x"}"#)?.description,
             "source.dir: expected no such field for an http source (known: body, headers, maxBodyBytes, method, query, retries, timeout, type, url)")
