@@ -63,10 +63,15 @@ actor ScriptedClient: Client {
     /// How many fetches have returned or thrown.
     private(set) var finished = 0
 
+    /// Whether the double presents itself as a source whose reads have no
+    /// effects (a file source), which lets collections read ahead.
+    nonisolated let fetchesHaveNoEffects: Bool
+
     /// `hold` lists the (0-based) fetches that wait for `release` before answering.
-    init(_ script: [Scripted], hold: Set<Int> = []) {
+    init(_ script: [Scripted], hold: Set<Int> = [], noEffects: Bool = false) {
         self.script = script
         self.held = hold
+        self.fetchesHaveNoEffects = noEffects
     }
 
     var cursors: [Cursor?] { calls.map(\.cursor) }

@@ -1,0 +1,97 @@
+import Jansson
+import XCTest
+
+/// `JSONScanner` finds an array where jansson would, compacts it without
+/// changing a value, and refuses what it cannot vouch for.
+final class JSONScannerTests: XCTestCase {
+    private func compact(_ text: String, at pointer: String) -> JSONScanner.CompactArray? {
+        let bytes = Array(text.utf8)
+        return bytes.withUnsafeBufferPointer { JSONScanner.compactArray(at: JSONPointer.tokens(pointer)!, in: $0) }
+    }
+
+    private func items(_ found: JSONScanner.CompactArray?) -> [String] {
+        guard let found else { return [] }
+        var result: [String] = []
+        for (index, start) in found.starts.enumerated() {
+            let end = index + 1 < found.starts.count ? Int(found.starts[index + 1]) - 1 : found.bytes.count - 1
+            result.append(String(decoding: found.bytes[Int(start)..<end], as: UTF8.self))
+        }
+        return result
+    }
+
+    func testCompactsAndSplitsTheArrayAtAPointer() throws {
+        let text = "{\"a\": 1,\n \"items\" : [ {\"id\" : 1, \"s\": \"x y\\n\"} ,\t[ 2 , 3 ] , \"three\" , null , -1.5e3 , true ],\r\n \"z\": [9]}"
+        let found = try XCTUnwrap(compact(text, at: "/items"))
+        XCTAssertEqual(String(decoding: found.bytes, as: UTF8.self), #"[{"id":1,"s":"x y\n"},[2,3],"three",null,-1.5e3,true]"#)
+        XCTAssertEqual(items(found), [#"{"id":1,"s":"x y\n"}"#, "[2,3]", #""three""#, "null", "-1.5e3", "true"])
+        let original = Array(text.utf8)[found.range]
+        XCTAssertEqual(original.first, UInt8(ascii: "["))
+        XCTAssertEqual(original.last, UInt8(ascii: "]"))
+        // The compacted array is the same value as the original one.
+        let parsedOriginal = try JSON.parse(text).pointer("/items")!
+        XCTAssertTrue(try JSON.parse(found.bytes).isEqual(to: parsedOriginal))
+    }
+
+    func testEmptyArraysNestedPointersAndTheWholeText() throws {
+        XCTAssertEqual(compact(#"{"items": [ ]}"#, at: "/items")?.starts, [])
+        XCTAssertEqual(compact(#"{"items": [ ]}"#, at: "/items").map { String(decoding: $0.bytes, as: UTF8.self) }, "[]")
+        let nested = #"{"data": {"x": {"nodes": [1, 2], "pageInfo": {"endCursor": "c"}}}}"#
+        XCTAssertEqual(items(compact(nested, at: "/data/x/nodes")), ["1", "2"])
+        XCTAssertEqual(compact(nested, at: "/data/x/nodes")?.depth, 4)
+        XCTAssertEqual(items(compact(" [ 1 , {\"a\" : [ ] } ] ", at: "")), ["1", #"{"a":[]}"#])
+        XCTAssertEqual(items(compact(#"{"pages": [[0], [1, 2]]}"#, at: "/pages/1")), ["1", "2"])
+    }
+
+    func testTheLastOfDuplicateKeysWinsAsInJansson() throws {
+        let text = #"{"items": [1, 2], "next": null, "items": [3]}"#
+        XCTAssertEqual(items(compact(text, at: "/items")), ["3"])
+        XCTAssertEqual(try JSON.parse(text).pointer("/items")?.count, 1, "jansson agrees")
+        // A later duplicate that is not an array: nothing to vouch for.
+        XCTAssertNil(compact(#"{"items": [1], "items": 5}"#, at: "/items"))
+    }
+
+    func testEscapedKeysAreComparedAfterUnescaping() {
+        XCTAssertEqual(items(compact(#"{"\u0069tems": [7]}"#, at: "/items")), ["7"])
+        XCTAssertEqual(items(compact(#"{"a\/b": [8]}"#, at: "/a~1b")), ["8"])
+        XCTAssertEqual(items(compact(#"{"\ud83d\ude00": [9]}"#, at: "/😀")), ["9"])
+        XCTAssertNil(compact(#"{"\ud83d": [9]}"#, at: "/x"), "a lone surrogate cannot be compared")
+    }
+
+    func testWhitespaceThatWouldGlueTokensIsRefused() {
+        // Removing these spaces would turn invalid JSON into valid JSON.
+        XCTAssertNil(compact(#"{"items": [1 2]}"#, at: "/items"))
+        XCTAssertNil(compact(#"{"items": [tr ue]}"#, at: "/items"))
+        XCTAssertNil(compact(#"{"items": [1 .5]}"#, at: "/items"))
+        // Spaces next to structure or strings are fine.
+        XCTAssertEqual(items(compact(#"{"items": [ "a" , 1 ]}"#, at: "/items")), [#""a""#, "1"])
+    }
+
+    func testNotFoundOrNotAnArrayOrUnfinished() {
+        XCTAssertNil(compact(#"{"data": []}"#, at: "/items"))
+        XCTAssertNil(compact(#"{"items": {}}"#, at: "/items"))
+        XCTAssertNil(compact(#"{"items": "[1]"}"#, at: "/items"))
+        XCTAssertNil(compact(#"{"items": [1, 2"#, at: "/items"))
+        XCTAssertNil(compact(#"{"items": ["unterminated]}"#, at: "/items"))
+        XCTAssertNil(compact("", at: ""))
+        XCTAssertNil(compact(#"[1]"#, at: "/0"), "an index into a scalar names nothing")
+    }
+
+    func testStringsAreCopiedVerbatimWhateverTheyHold() throws {
+        let text = #"{"items": ["a \" ] } , [ b", "\\", "\u00e9 é 😀", "tab\there"]}"#
+        let found = try XCTUnwrap(compact(text, at: "/items"))
+        XCTAssertEqual(items(found), [#""a \" ] } , [ b""#, #""\\""#, #""\u00e9 é 😀""#, #""tab\there""#])
+        XCTAssertTrue(try JSON.parse(found.bytes).isEqual(to: JSON.parse(text).pointer("/items")!))
+    }
+
+    func testDepthCountsTheContainersAroundAndInside() {
+        XCTAssertEqual(compact(#"{"items": [1]}"#, at: "/items")?.depth, 2)
+        XCTAssertEqual(compact(#"{"items": [[[{"a": [1]}]]]}"#, at: "/items")?.depth, 6)
+        XCTAssertEqual(compact(#"[[1]]"#, at: "")?.depth, 2)
+    }
+
+    func testCompactOfOneValue() {
+        XCTAssertEqual(Array(" { \"a\" : [ 1 , 2 ] } ".utf8).withUnsafeBufferPointer(JSONScanner.compact).map { String(decoding: $0, as: UTF8.self) }, #"{"a":[1,2]}"#)
+        XCTAssertEqual(Array(" 12 ".utf8).withUnsafeBufferPointer(JSONScanner.compact).map { String(decoding: $0, as: UTF8.self) }, "12")
+        XCTAssertNil(Array("1 2".utf8).withUnsafeBufferPointer(JSONScanner.compact))
+    }
+}
