@@ -77,12 +77,10 @@ public final class Connection: @unchecked Sendable {
     private let events: AsyncStream<Event>
     private let eventSink: AsyncStream<Event>.Continuation
 
-    /// Messages read and not yet dispatched, plus requests being answered:
-    /// the reader's back-pressure.
-    private let admitted: AdmissionCount
+    /// The requests being answered, and the reader's back-pressure.
+    private let tracker: RequestTracker
 
     // Touched only by the dispatch loop in `run()`.
-    private var inFlight: [Int: (id: RequestID?, task: Task<Void, Never>)] = [:]
     private var nextToken = 0
     private var shutdownRequested = false
 
@@ -92,7 +90,7 @@ public final class Connection: @unchecked Sendable {
         self.writer = writer
         self.options = options
         self.handler = handler
-        self.admitted = AdmissionCount(limit: options.maxRequestsInFlight)
+        self.tracker = RequestTracker(limit: options.maxRequestsInFlight)
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
     }
 
@@ -112,14 +110,12 @@ public final class Connection: @unchecked Sendable {
                 writer.setFraming(framing)
             case .frame(let frame):
                 let end = await handle(frame)
-                admitted.add(-1)
+                tracker.dispatched()
                 if let end {
                     ending = end
                     break loop
                 }
-            case .finished(let token):
-                inFlight[token] = nil
-            case .drainTick:
+            case .finished, .drainTick:
                 continue
             case .endOfInput:
                 ending = .endOfInput
@@ -141,7 +137,7 @@ public final class Connection: @unchecked Sendable {
         let sink = eventSink
         let options = self.options
         let writer = self.writer
-        let admitted = self.admitted
+        let tracker = self.tracker
         startThread {
             var framer = MessageFramer(mode: options.framing, maxMessageBytes: options.maxMessageBytes)
             var announced = false
@@ -151,7 +147,7 @@ public final class Connection: @unchecked Sendable {
             while true {
                 // Back-pressure: stop reading while too many replies wait to be written.
                 writer.waitForRoom(limit: options.maxPendingOutputBytes)
-                admitted.waitForRoom()
+                tracker.waitForRoom()
                 let n = read(input, buffer.baseAddress!, size)
                 if n < 0 {
                     if errno == EINTR { continue }
@@ -163,7 +159,7 @@ public final class Connection: @unchecked Sendable {
                     announced = true
                     sink.yield(.framing(framing))
                 }
-                admitted.add(frames.count)
+                tracker.read(frames.count)
                 for frame in frames { sink.yield(.frame(frame)) }
             }
             for frame in framer.finish() { sink.yield(.frame(frame)) }
@@ -244,7 +240,7 @@ public final class Connection: @unchecked Sendable {
         switch request.method {
         case "$/cancelRequest":
             if let idValue = request.params?["id"], let id = RequestID(idValue) {
-                for (_, entry) in inFlight where entry.id == id { entry.task.cancel() }
+                tracker.cancel(id: id)
             }
         case "exit":
             return .exitNotification(afterShutdown: shutdownRequested)
@@ -298,21 +294,23 @@ public final class Connection: @unchecked Sendable {
         let token = nextToken
         nextToken += 1
         let sink = eventSink
-        let admitted = self.admitted
-        admitted.add(1)
-        let task = Task {
-            await body()
-            admitted.add(-1)
-            sink.yield(.finished(token))
+        let tracker = self.tracker
+        // Registered before it can finish: the task's first step waits for the tracker's lock.
+        tracker.locked {
+            let task = Task {
+                await body()
+                if tracker.finished(token) { sink.yield(.finished(token)) }
+            }
+            tracker.started(token, id: id, task: task)
         }
-        inFlight[token] = (id, task)
     }
 
     /// Waits for the requests in flight to finish. When none finishes for
     /// `drainTimeout` seconds (a hung upstream, say), the rest are cancelled:
     /// a long queue of requests that keeps being answered is drained whole.
     private func drain() async {
-        if inFlight.isEmpty { return }
+        // From now on each finished request is announced on the event stream.
+        guard tracker.startDraining() else { return }
         // Ten ticks per timeout; a tick with no request finished since the
         // tenth tick before it ends the wait.
         let ticksPerTimeout = 10
@@ -327,9 +325,8 @@ public final class Connection: @unchecked Sendable {
         var idleTicks = 0
         for await event in events {
             switch event {
-            case .finished(let token):
-                inFlight[token] = nil
-                if inFlight.isEmpty { return }
+            case .finished:
+                if tracker.isIdle { return }
                 idleTicks = 0
             case .drainTick:
                 idleTicks += 1
@@ -345,27 +342,57 @@ public final class Connection: @unchecked Sendable {
 
     /// Cancels every request in flight and waits for their -32800 replies.
     private func cancelInFlight() async {
-        for (_, entry) in inFlight { entry.task.cancel() }
-        for (_, entry) in inFlight { await entry.task.value }
+        let tasks = tracker.cancelAll()
+        for task in tasks { await task.value }
     }
 }
 
-/// How many requests are in flight. The reader waits when there are
-/// `limit`, until half of them are answered, so it is woken once per batch.
-private final class AdmissionCount: @unchecked Sendable {
+/// The requests being answered (for `$/cancelRequest` and draining) and
+/// the messages read but not yet dispatched. The reader waits when there
+/// are `limit` of both together, until half of them are done, so it is
+/// woken once per batch.
+private final class RequestTracker: @unchecked Sendable {
     private let condition = Condition()
     private let limit: Int
+    // Guarded by `condition`.
     private var count = 0
+    private var requests: [Int: (id: RequestID?, task: Task<Void, Never>)] = [:]
+    private var draining = false
 
     init(limit: Int) {
         self.limit = max(1, limit)
     }
 
-    func add(_ delta: Int) {
+    func locked<T>(_ body: () throws -> T) rethrows -> T { try condition.locked(body) }
+
+    /// The reader yielded `frames` messages.
+    func read(_ frames: Int) {
+        condition.locked { count += frames }
+    }
+
+    /// The dispatch loop handled one message.
+    func dispatched() {
+        condition.locked { release() }
+    }
+
+    /// A request started; call inside `locked`.
+    func started(_ token: Int, id: RequestID?, task: Task<Void, Never>) {
+        count += 1
+        requests[token] = (id, task)
+    }
+
+    /// A request finished; returns whether the drain wants to hear of it.
+    func finished(_ token: Int) -> Bool {
         condition.locked {
-            count += delta
-            if delta < 0 && count == limit / 2 { condition.broadcast() }
+            requests[token] = nil
+            release()
+            return draining
         }
+    }
+
+    private func release() {
+        count -= 1
+        if count == limit / 2 { condition.broadcast() }
     }
 
     /// Blocks the calling thread while the limit is reached.
@@ -375,6 +402,31 @@ private final class AdmissionCount: @unchecked Sendable {
             while count > limit / 2 { condition.wait() }
         }
     }
+
+    func cancel(id: RequestID) {
+        condition.locked {
+            for (_, request) in requests where request.id == id { request.task.cancel() }
+        }
+    }
+
+    /// Cancels every request; returns their tasks.
+    func cancelAll() -> [Task<Void, Never>] {
+        condition.locked {
+            let tasks = requests.values.map(\.task)
+            for task in tasks { task.cancel() }
+            return tasks
+        }
+    }
+
+    /// Announces finished requests from now on; returns false when none is in flight.
+    func startDraining() -> Bool {
+        condition.locked {
+            draining = true
+            return !requests.isEmpty
+        }
+    }
+
+    var isIdle: Bool { condition.locked { requests.isEmpty } }
 }
 
 /// A ready-made reply for a batch member (an invalid entry).

@@ -10,8 +10,18 @@ import Jansson
 /// interleave on the stream.
 ///
 /// Messages are framed as they are written (`writev` of the body and its
-/// line end or header), so a reply is never copied to be framed.
+/// line end or header), so a reply is never copied to be framed. When the
+/// stream is a regular file, or a pipe with room for the whole message, and
+/// nothing is waiting to be written, the sender writes it at once itself:
+/// such a write cannot block, and it spares waking the writer thread.
 public final class OutputWriter: @unchecked Sendable {
+    /// What the descriptor is, for deciding whether a write can block.
+    private enum Kind {
+        case regularFile
+        case pipe(capacity: Int)
+        case other
+    }
+
     private struct Queued {
         let body: [UInt8]
         let framing: Framing
@@ -20,6 +30,7 @@ public final class OutputWriter: @unchecked Sendable {
     }
 
     private let fd: Int32
+    private let kind: Kind
     private let condition = Condition()
     // Guarded by `condition`.
     private var queue: [Queued] = []
@@ -39,7 +50,31 @@ public final class OutputWriter: @unchecked Sendable {
     public init(fd: Int32, onBrokenPipe: @escaping @Sendable () -> Void) {
         self.fd = fd
         self.onBrokenPipe = onBrokenPipe
+        var info = stat()
+        let type = fstat(fd, &info) == 0 ? info.st_mode & S_IFMT : 0
+        if type == S_IFREG {
+            kind = .regularFile
+        } else if type == S_IFIFO, case let capacity = fcntl(fd, 1032 /* F_GETPIPE_SZ */), capacity > 0 {
+            kind = .pipe(capacity: Int(capacity))
+        } else {
+            kind = .other
+        }
         startThread { [self] in run() }
+    }
+
+    /// Whether writing `size` bytes now cannot block.
+    private func writesAtOnce(_ size: Int) -> Bool {
+        switch kind {
+        case .regularFile:
+            return true
+        case .pipe(let capacity):
+            // Only this process writes; the reader can only make more room.
+            var unread: Int32 = 0
+            guard ioctl(fd, UInt(FIONREAD), &unread) == 0 else { return false }
+            return size <= capacity - Int(unread)
+        case .other:
+            return false
+        }
     }
 
     /// Sets the framing used for every message queued from now on.
@@ -47,15 +82,24 @@ public final class OutputWriter: @unchecked Sendable {
         condition.locked { self.framing = framing }
     }
 
-    /// Queues one message; returns at once.
+    /// Queues one message, or writes it at once when that cannot block;
+    /// returns without waiting for the reader.
     public func send(_ message: RawJSON) {
-        condition.locked {
-            guard !broken else { return }
+        let direct: Queued? = condition.locked {
+            guard !broken else { return nil }
             let queued = Queued(body: message.bytes, framing: framing)
+            if !writing && queueHead == queue.count && writesAtOnce(queued.size) {
+                writing = true
+                return queued
+            }
             pending += queued.size
             queue.append(queued)
             if idle { condition.broadcast() }
+            return nil
         }
+        guard let direct else { return }
+        let ok = writeAll([direct])
+        finishWrite(ok: ok, bytes: 0)
     }
 
     /// Bytes queued and not yet written.
@@ -86,7 +130,8 @@ public final class OutputWriter: @unchecked Sendable {
         while true {
             var batch: [Queued] = []
             condition.locked {
-                while queueHead == queue.count {
+                // Waits for messages, and for a sender's own write to end.
+                while queueHead == queue.count || writing {
                     idle = true
                     condition.wait()
                     idle = false
@@ -101,22 +146,28 @@ public final class OutputWriter: @unchecked Sendable {
                 writing = true
             }
             let ok = writeAll(batch)
-            condition.locked {
-                writing = false
-                pending -= batch.reduce(0) { $0 + $1.size }
-                if !ok {
-                    broken = true
-                    queue = []
-                    queueHead = 0
-                    pending = 0
-                }
-                if waiters > 0 { condition.broadcast() }
-            }
-            if !ok {
-                onBrokenPipe()
-                return
-            }
+            finishWrite(ok: ok, bytes: batch.reduce(0) { $0 + $1.size })
+            if !ok { return }
         }
+    }
+
+    /// After a write by the writer thread (`bytes` of the queue) or by a sender.
+    private func finishWrite(ok: Bool, bytes: Int) {
+        let wasBroken: Bool = condition.locked {
+            writing = false
+            pending -= bytes
+            let wasBroken = broken
+            if !ok {
+                broken = true
+                queue = []
+                queueHead = 0
+                pending = 0
+            }
+            // Wake the writer thread for messages queued meanwhile, and anyone flushing.
+            if waiters > 0 || (idle && queueHead < queue.count) || !ok { condition.broadcast() }
+            return wasBroken
+        }
+        if !ok && !wasBroken { onBrokenPipe() }
     }
 
     private static let lineEnd: [UInt8] = [UInt8(ascii: "\n")]
