@@ -14,10 +14,16 @@
 #define NP_ARENA_DISABLED 1
 #endif
 
-/* A chunk of arena memory. `refs` counts the blocks carved from it that are
- * still live, plus one while a thread owns it as its current chunk. */
+/* A chunk of arena memory, carved by the thread that owns it as its current
+ * chunk. The owner counts its blocks in `local` without atomics; blocks freed
+ * elsewhere (another thread, or after the chunk was retired) count down
+ * `remote`, which holds np_bias while the chunk is owned so that it never
+ * reaches zero then. Retiring adds `local - np_bias` to `remote`: from then
+ * on `remote` is the number of live blocks, and whoever brings it to zero
+ * frees the chunk. */
 typedef struct np_chunk {
-    atomic_long refs;
+    atomic_long remote;
+    long local;
     size_t used;
     size_t capacity;
     _Alignas(16) unsigned char data[];
@@ -37,24 +43,29 @@ enum {
     np_keep_chunk = 16 * 1024 * 1024,
 };
 
+static const long np_bias = 1L << 60;
+
 static _Thread_local np_chunk *np_current;
 static _Thread_local int np_depth;
 static atomic_int np_counting;
 static atomic_long np_live;
-
-static void np_release_chunk(np_chunk *chunk) {
-    if (atomic_fetch_sub_explicit(&chunk->refs, 1, memory_order_acq_rel) == 1) free(chunk);
-}
 
 static np_chunk *np_new_chunk(size_t at_least) {
     size_t capacity = np_min_chunk;
     while (capacity < at_least) capacity *= 2;
     np_chunk *chunk = malloc(sizeof(np_chunk) + capacity);
     if (!chunk) return NULL;
-    atomic_init(&chunk->refs, 1);
+    atomic_init(&chunk->remote, np_bias);
+    chunk->local = 0;
     chunk->used = 0;
     chunk->capacity = capacity;
     return chunk;
+}
+
+/* The owner lets go of its chunk; the last of its blocks frees it. */
+static void np_retire(np_chunk *chunk) {
+    long delta = chunk->local - np_bias;
+    if (atomic_fetch_add_explicit(&chunk->remote, delta, memory_order_acq_rel) + delta == 0) free(chunk);
 }
 
 static void *np_malloc(size_t size) {
@@ -68,7 +79,7 @@ static void *np_malloc(size_t size) {
             size_t wanted = chunk ? chunk->capacity * 2 : np_min_chunk;
             np_chunk *fresh = np_new_chunk(wanted > need ? wanted : need);
             if (fresh) {
-                if (chunk) np_release_chunk(chunk);
+                if (chunk) np_retire(chunk);
                 np_current = chunk = fresh;
             } else {
                 chunk = NULL;
@@ -77,8 +88,8 @@ static void *np_malloc(size_t size) {
         if (chunk) {
             np_header *header = (np_header *)(chunk->data + chunk->used);
             chunk->used += need;
+            chunk->local += 1;
             header->chunk = chunk;
-            atomic_fetch_add_explicit(&chunk->refs, 1, memory_order_relaxed);
             return header + 1;
         }
     }
@@ -93,10 +104,13 @@ static void np_free(void *pointer) {
     if (!pointer) return;
     if (atomic_load_explicit(&np_counting, memory_order_relaxed)) atomic_fetch_sub_explicit(&np_live, 1, memory_order_relaxed);
     np_header *header = (np_header *)pointer - 1;
-    if (header->chunk) {
-        np_release_chunk(header->chunk);
-    } else {
+    np_chunk *chunk = header->chunk;
+    if (!chunk) {
         free(header);
+    } else if (chunk == np_current) {
+        chunk->local -= 1;
+    } else if (atomic_fetch_sub_explicit(&chunk->remote, 1, memory_order_acq_rel) == 1) {
+        free(chunk);
     }
 }
 
@@ -110,13 +124,17 @@ void np_arena_end(void) {
     if (np_depth > 0) return;
     np_chunk *chunk = np_current;
     if (!chunk) return;
-    /* Only this thread's own reference left: every block is free, reuse it. */
-    if (atomic_load_explicit(&chunk->refs, memory_order_acquire) == 1 && chunk->capacity <= np_keep_chunk) {
+    /* Every block freed (here or elsewhere): reuse the chunk. No block is
+     * live, so nobody else can touch it now. */
+    long live = chunk->local + atomic_load_explicit(&chunk->remote, memory_order_acquire) - np_bias;
+    if (live == 0 && chunk->capacity <= np_keep_chunk) {
         chunk->used = 0;
+        chunk->local = 0;
+        atomic_store_explicit(&chunk->remote, np_bias, memory_order_relaxed);
         return;
     }
     np_current = NULL;
-    np_release_chunk(chunk);
+    np_retire(chunk);
 }
 
 int np_arena_enabled(void) {

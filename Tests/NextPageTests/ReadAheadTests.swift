@@ -39,9 +39,10 @@ final class ReadAheadTests: XCTestCase {
     }
 
     func testAPageReadAheadOfABrokenPageIsDroppedAndFetchedAgainLater() async throws {
+        // The page read ahead is held, so nothing is read beyond it before the broken page fails.
         let client = ScriptedClient(
             [Self.brokenItems(next: "c2"), .page([20], next: "c3"), .page([1], next: "c2"), .page([2], next: nil)],
-            noEffects: true)
+            hold: [1], noEffects: true)
         let collection = collection(client)
         let first = await collection.enqueueLoadNext()
         let second = await collection.enqueueLoadNext()
@@ -61,6 +62,7 @@ final class ReadAheadTests: XCTestCase {
         XCTAssertEqual(itemIds(kept.items), [1, 2], "the page after the broken one never landed")
         let cursors = await client.cursors
         XCTAssertEqual(cursors, [nil, .string("c2"), nil, .string("c2")])
+        await client.release(1)
     }
 
     func testSourcesWithEffectsAreNotReadAheadOfAPageStillBeingChecked() async throws {
