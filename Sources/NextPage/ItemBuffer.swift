@@ -50,4 +50,11 @@ public struct ItemBuffer: Sendable {
         head = 0
         firstOffset = 0
     }
+
+    /// Forgets every item; the next item appended gets absolute offset
+    /// `offset` (a collection restored from a state file keeps counting).
+    public mutating func removeAll(continuingAt offset: Int) {
+        removeAll()
+        firstOffset = max(0, offset)
+    }
 }

@@ -67,5 +67,6 @@ public actor PagedCollection: NextPageLoadable {
         reset()
         nextPageState = saved
         nextPageState.isLoading = false
+        buffer.removeAll(continuingAt: saved.count)
     }
 }
