@@ -84,7 +84,7 @@ struct Next: AsyncParsableCommand {
         let session = try await options.openSession()
         let params = RawJSON.object(["collection": .string(collection)])
         let before = try await call(session, "status", params)
-        let page = try await call(session, "loadNext", params)
+        let page = try await committing(session) { try await call(session, "loadNext", params) }
         writeOut(page.bytes + [UInt8(ascii: "\n")])
         try commit(session)
         if (try? before.parsed())?["hasNext"]?.bool == false {
@@ -127,9 +127,8 @@ struct All: AsyncParsableCommand {
             "maxItems": maxItems.map(RawJSON.integer),
             "maxPages": maxPages.map(RawJSON.integer),
         ])
-        let result: RawJSON
         do {
-            result = try await call(session, "loadAll", params) { method, page in
+            _ = try await committing(session) { try await call(session, "loadAll", params) { method, page in
                 guard method == "page", let page, let items = (try? page.parsed())?["items"]?.elements else { return }
                 var out: [UInt8] = []
                 for item in items {
@@ -145,14 +144,13 @@ struct All: AsyncParsableCommand {
                     Glibc.exit(ShellExit.state)
                 }
                 progress?.add(items: items.count)
-            }
+            } }
         } catch {
             progress?.finish()
             throw error
         }
         progress?.finish()
         try commit(session)
-        _ = result
     }
 }
 
@@ -189,12 +187,25 @@ private func call(
             printError("nextpage: unknown collection '\(name)' (defined: \(known.isEmpty ? "none" : known.joined(separator: ", ")))")
             throw ExitCode(ShellExit.config)
         case -32002, -32003:
-            printError("nextpage: \(error.message)")
+            let name = data?["collection"]?.string ?? "?"
+            printError("nextpage: collection '\(name)': \(error.message)")
             throw ExitCode(ShellExit.upstream)
         default:
             printError("nextpage: \(error.message) (JSON-RPC error \(error.code))")
             throw ExitCode(ShellExit.failure)
         }
+    }
+}
+
+/// Runs `body`; when it fails, first commits what the failure left (the
+/// cursor where it was, `lastError` saying why), so the next run retries
+/// the same page and `status` tells why.
+private func committing(_ session: ShellSession, _ body: () async throws -> RawJSON) async throws -> RawJSON {
+    do {
+        return try await body()
+    } catch {
+        try? session.commit()
+        throw error
     }
 }
 
