@@ -395,7 +395,7 @@ public enum EmbeddedSchemas {
     {
       "name": "loadAll",
       "summary": "Page through a collection to its end or a limit.",
-      "description": "Calls `loadNext` until the source ends, `maxItems` items or `maxPages` pages were loaded by this call (the page that reaches a limit is kept whole, so `count` may exceed `maxItems`), or a load fails. Each page is first sent as a `page` notification (params: the Page); when `progressToken` is given, `$/progress` notifications report `begin`, then `report` after each page, then `end`. Continues from where the collection is: call `load` (or `reset`) first to start over. A failure after some pages is an error reply; the pages already notified stay loaded.",
+      "description": "Calls `loadNext` until the source ends, `maxItems` items or `maxPages` pages were loaded by this call (the page that reaches a limit is kept whole, so `count` may exceed `maxItems`), or a load fails. Each page is first sent as a `page` notification (params: the Page); when `progressToken` is given, `$/progress` notifications report `begin`, then `report` after each page, then `end`. Continues from where the collection is: call `load` (or `reset`) first to start over. A failure after some pages is an error reply; the pages already notified stay loaded. `$/cancelRequest` with this request's id ends it at once with -32800 (a fetch in flight is abandoned and its page never lands); the pages already notified stay loaded, and no `end` progress is sent.",
       "paramStructure": "by-name",
       "params": [
         {
