@@ -150,3 +150,62 @@ final class ShellCommandTests: EndToEndTestCase {
         XCTAssertEqual(unknown.status, 64)
     }
 }
+
+/// The progress line of `nextpage all`, which appears only on a terminal.
+final class ProgressLineTests: EndToEndTestCase {
+    func testAllShowsItemsPagesAndRateWhenStderrIsATerminal() throws {
+        let directory = try temporaryDirectory()
+        // grantpt, unlockpt and ptsname are not imported into Swift; look them up.
+        typealias PTFunction = @convention(c) (Int32) -> Int32
+        typealias NameFunction = @convention(c) (Int32) -> UnsafeMutablePointer<CChar>?
+        func symbol<T>(_ name: String, as type: T.Type) throws -> T {
+            guard let found = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else {
+                throw HarnessError(description: "\(name) is not available")
+            }
+            return unsafeBitCast(found, to: type)
+        }
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard master >= 0, try symbol("grantpt", as: PTFunction.self)(master) == 0,
+              try symbol("unlockpt", as: PTFunction.self)(master) == 0,
+              let name = try symbol("ptsname", as: NameFunction.self)(master) else {
+            throw HarnessError(description: "no pseudo-terminal: \(String(cString: strerror(errno)))")
+        }
+        defer { close(master) }
+        let terminal = try XCTUnwrap(FileHandle(forWritingAtPath: String(cString: name)))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try nextpageBinary())
+        process.arguments = ["all", "demo", "--max-pages", "3"]
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = terminal
+        try process.run()
+        try terminal.close()
+        let items = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+        XCTAssertEqual(String(decoding: items, as: UTF8.self).split(separator: "\n").count, 75, "items still go to stdout")
+
+        // Everything the terminal received: three updates of one line, then a newline.
+        var shown: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            var waiter = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+            guard poll(&waiter, 1, 5000) == 1 else { break }
+            let n = read(master, &buffer, buffer.count)
+            if n <= 0 { break }
+            shown += buffer[0..<n]
+            if shown.last == UInt8(ascii: "\n") { break }
+        }
+        let text = String(decoding: shown, as: UTF8.self)
+        XCTAssertEqual(shown.last, UInt8(ascii: "\n"), "the line is ended: \(text.debugDescription)")
+        // A terminal shows "\n" as "\r\n"; each update starts with "\r" and clears the line.
+        let updates = shown.split(separator: UInt8(ascii: "\r"), omittingEmptySubsequences: true)
+            .map { String(decoding: $0, as: UTF8.self) }.filter { $0 != "\n" }
+        XCTAssertEqual(updates.count, 3, text.debugDescription)
+        for (index, update) in updates.enumerated() {
+            let pattern = "^\u{1B}\\[Kdemo: \((index + 1) * 25) items, \(index + 1) pages, [0-9]+ items/s$"
+            XCTAssertNotNil(update.range(of: pattern, options: .regularExpression), update.debugDescription)
+        }
+    }
+}
