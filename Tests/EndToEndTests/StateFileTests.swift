@@ -50,6 +50,29 @@ final class StateFileTests: EndToEndTestCase {
         XCTAssertEqual(before + after, Array(1...Int64(pages * size)), "every item exactly once, in order")
     }
 
+    func testNextKilledWithSIGKILLWhileFetchingLeavesTheCursorOnThatPage() throws {
+        let directory = try temporaryDirectory()
+        try pagesConfig(directory, pages: 3, size: 2)
+        let fifoPath = "\(directory)/pages/p2.json"
+        try FileManager.default.removeItem(atPath: fifoPath)
+        let fifo = try makeFifo(fifoPath)
+        let first = try runNextpage(["next", "c", "--state", "n.state"], in: directory)
+        XCTAssertEqual(try JSONValue.parse(first.stdout)["items"], J("[{\"id\":1},{\"id\":2}]"))
+
+        let killed = try CommandProcess(["next", "c", "--state", "n.state"], in: directory)
+        let writer = try waitForReader(of: fifoPath)
+        kill(killed.pid, SIGKILL)
+        let result = try killed.finish()
+        close(writer)
+        XCTAssertEqual(result.status, 128 + SIGKILL)
+        XCTAssertEqual(result.stdout, "", "killed before it printed anything")
+
+        try fifo.replace(withFile: pageText(2, size: 2, pages: 3))
+        let second = try runNextpage(["next", "c", "--state", "n.state"], in: directory)
+        XCTAssertEqual(second.status, 0, second.stderr)
+        try expectMatch(JSONValue.parse(second.stdout), #"{"collection":"c","items":[{"id":3},{"id":4}],"page":2,"hasNext":true,"lastId":"p3","count":4}"#)
+    }
+
     func testServerKilledWithSIGKILLResumesWhereItStopped() throws {
         let directory = try temporaryDirectory()
         try pagesConfig(directory, pages: 6, size: 3)
