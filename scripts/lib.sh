@@ -26,3 +26,23 @@ ensure_python_module() {
   echo "installing python package: $package" >&2
   python3 -m pip install --quiet "$package" >&2 || python3 -m pip install --quiet --break-system-packages "$package" >&2
 }
+
+# jq, which scripts/examples/coproc.sh uses to read replies.
+ensure_jq() {
+  ensure_apt_packages jq
+}
+
+# Checks that FILE holds the 250 items of the built-in demo, one JSON line
+# each, every id from 1 to 250 exactly once and in order. NAME names the
+# program that wrote it.
+check_demo_items() {
+  local file="$1" name="$2"
+  python3 - "$file" "$name" <<'PY'
+import json, sys
+path, name = sys.argv[1], sys.argv[2]
+ids = [json.loads(line)["id"] for line in open(path, encoding="utf-8")]
+if ids != list(range(1, 251)):
+    sys.exit(f"{name}: expected the demo's items 1..250 once each, in order; got {len(ids)} lines: {ids[:5]}...")
+print(f"{name}: 250 demo items, each exactly once")
+PY
+}

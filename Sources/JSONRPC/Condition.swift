@@ -4,12 +4,13 @@ import Glibc
 import Darwin
 #endif
 
-/// A mutex with a condition variable, for the connection's two I/O threads.
-final class Condition: @unchecked Sendable {
+/// A mutex with a condition variable, for threads that block (the
+/// connection's two I/O threads, a transcript replay's pipe readers).
+public final class Condition: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    init() {
+    public init() {
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(cond, nil)
     }
@@ -22,27 +23,27 @@ final class Condition: @unchecked Sendable {
     }
 
     /// Runs `body` holding the mutex.
-    func locked<T>(_ body: () throws -> T) rethrows -> T {
+    public func locked<T>(_ body: () throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()
     }
 
     /// Waits for a signal; call only while holding the mutex (inside `locked`).
-    func wait() { pthread_cond_wait(cond, mutex) }
+    public func wait() { pthread_cond_wait(cond, mutex) }
 
     /// Waits for a signal or until `deadline` (CLOCK_REALTIME); call inside `locked`.
-    func wait(until deadline: timespec) {
+    public func wait(until deadline: timespec) {
         var deadline = deadline
         pthread_cond_timedwait(cond, mutex, &deadline)
     }
 
     /// Wakes every waiter; call inside `locked`.
-    func broadcast() { pthread_cond_broadcast(cond) }
+    public func broadcast() { pthread_cond_broadcast(cond) }
 }
 
 /// Starts a detached POSIX thread running `body`.
-func startThread(_ body: @escaping @Sendable () -> Void) {
+public func startThread(_ body: @escaping @Sendable () -> Void) {
     final class Box: @unchecked Sendable { let body: @Sendable () -> Void; init(_ body: @escaping @Sendable () -> Void) { self.body = body } }
     let box = Unmanaged.passRetained(Box(body)).toOpaque()
     var thread = pthread_t()

@@ -11,6 +11,13 @@ public struct RPCContext: Sendable {
     public let id: RequestID?
     /// Sends a notification to the peer (for progress and streamed pages).
     public let notify: @Sendable (_ method: String, _ params: RawJSON?) -> Void
+
+    /// A context for a request made in process (the shell commands), whose
+    /// notifications go to `notify`.
+    public init(id: RequestID?, notify: @escaping @Sendable (_ method: String, _ params: RawJSON?) -> Void) {
+        self.id = id
+        self.notify = notify
+    }
 }
 
 /// The part of a request that runs concurrently with others; returns the `result`.
@@ -74,6 +81,7 @@ public final class Connection: @unchecked Sendable {
     public let writer: OutputWriter
     private let options: ConnectionOptions
     private let handler: any RPCHandler
+    private let tap: (any MessageTap)?
     private let events: AsyncStream<Event>
     private let eventSink: AsyncStream<Event>.Continuation
 
@@ -84,13 +92,15 @@ public final class Connection: @unchecked Sendable {
     private var nextToken = 0
     private var shutdownRequested = false
 
-    /// A connection reading `input` and writing through `writer`.
-    public init(input: Int32, writer: OutputWriter, options: ConnectionOptions, handler: any RPCHandler) {
+    /// A connection reading `input` and writing through `writer`; `tap`,
+    /// when given, sees every message in and out (a transcript).
+    public init(input: Int32, writer: OutputWriter, options: ConnectionOptions, handler: any RPCHandler, tap: (any MessageTap)? = nil) {
         self.input = input
         self.writer = writer
         self.options = options
         self.handler = handler
         self.tracker = RequestTracker(limit: options.maxRequestsInFlight)
+        self.tap = tap
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
     }
 
@@ -107,6 +117,7 @@ public final class Connection: @unchecked Sendable {
         loop: for await event in events {
             switch event {
             case .framing(let framing):
+                tap?.framing(framing)
                 writer.setFraming(framing)
             case .frame(let frame):
                 let end = await handle(frame)
@@ -173,17 +184,18 @@ public final class Connection: @unchecked Sendable {
     private func handle(_ frame: FrameEvent) async -> Ending? {
         switch frame {
         case .message(let body):
+            tap?.incoming(body)
             return await handle(IncomingMessage.parse(body))
         case .tooLarge(let size):
-            writer.send(OutgoingMessage.error(id: nil, RPCError(
+            emit(OutgoingMessage.error(id: nil, RPCError(
                 code: RPCError.invalidRequestCode,
                 message: "Invalid Request: message of \(size) bytes exceeds --max-message-bytes (\(options.maxMessageBytes))",
                 data: .object(["size": .integer(size), "limit": .integer(options.maxMessageBytes)]))))
         case .malformedHeader(let reason):
-            writer.send(OutgoingMessage.error(id: nil, .invalidRequest("bad message header: \(reason)")))
+            emit(OutgoingMessage.error(id: nil, .invalidRequest("bad message header: \(reason)")))
         case .truncated(let expected, let received):
             let what = expected.map { "\(received) of \($0) bytes" } ?? "\(received) bytes of headers"
-            writer.send(OutgoingMessage.error(id: nil, RPCError(
+            emit(OutgoingMessage.error(id: nil, RPCError(
                 code: RPCError.parseErrorCode, message: "Parse error: input ended inside a message (\(what))")))
         }
         return nil
@@ -192,16 +204,16 @@ public final class Connection: @unchecked Sendable {
     private func handle(_ message: IncomingMessage) async -> Ending? {
         switch message {
         case .parseError(let error):
-            writer.send(OutgoingMessage.error(id: nil, .parseError(error)))
+            emit(OutgoingMessage.error(id: nil, .parseError(error)))
         case .single(let entry):
             switch entry {
             case .invalid(let reason):
-                writer.send(OutgoingMessage.error(id: nil, .invalidRequest(reason)))
+                emit(OutgoingMessage.error(id: nil, .invalidRequest(reason)))
             case .request(let request):
                 if let ending = control(request) { return ending }
                 guard let work = await admit(request) else { return nil }
-                spawn(id: request.id) { [writer] in
-                    if let reply = await Self.perform(work, id: request.id) { writer.send(reply) }
+                spawn(id: request.id) { [self] in
+                    if let reply = await Self.perform(work, id: request.id) { emit(reply) }
                 }
             }
         case .batch(let entries):
@@ -218,7 +230,7 @@ public final class Connection: @unchecked Sendable {
                 }
             }
             let members = works
-            spawn(id: nil) { [writer] in
+            spawn(id: nil) { [self] in
                 let replies = await withTaskGroup(of: (Int, RawJSON?).self) { group in
                     for (index, (id, work)) in members.enumerated() {
                         guard let work else { continue }
@@ -228,7 +240,7 @@ public final class Connection: @unchecked Sendable {
                     for await (index, reply) in group { if let reply { collected.append((index, reply)) } }
                     return collected.sorted { $0.0 < $1.0 }.map(\.1)
                 }
-                if !replies.isEmpty { writer.send(.array(replies)) }
+                if !replies.isEmpty { emit(.array(replies)) }
             }
             return ending
         }
@@ -267,11 +279,16 @@ public final class Connection: @unchecked Sendable {
         if request.isNotification && (request.method.hasPrefix("$/") || request.method == "initialized") {
             return nil
         }
-        let writer = self.writer
-        let context = RPCContext(id: request.id) { method, params in
-            writer.send(OutgoingMessage.notification(method: method, params: params))
+        let context = RPCContext(id: request.id) { [self] method, params in
+            emit(OutgoingMessage.notification(method: method, params: params))
         }
         return await handler.admit(request, context: context)
+    }
+
+    /// Hands one message to the writer, showing it to the tap first.
+    private func emit(_ message: RawJSON) {
+        tap?.outgoing(message)
+        writer.send(message)
     }
 
     /// Runs one request's work; returns the reply, or `nil` for a notification.

@@ -147,4 +147,12 @@ public struct ItemBuffer: Sendable {
         firstOffset = 0
         endOffset = 0
     }
+
+    /// Forgets every item; the next item appended gets absolute offset
+    /// `offset` (a collection restored from a state file keeps counting).
+    public mutating func removeAll(continuingAt offset: Int) {
+        removeAll()
+        firstOffset = max(0, offset)
+        endOffset = firstOffset
+    }
 }

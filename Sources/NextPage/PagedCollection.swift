@@ -82,5 +82,6 @@ public actor PagedCollection: NextPageLoadable {
         reset()
         nextPageState = saved
         nextPageState.isLoading = false
+        buffer.removeAll(continuingAt: saved.count)
     }
 }

@@ -9,7 +9,7 @@ public enum EmbeddedSchemas {
   "info": {
     "title": "nextpage",
     "version": "0.1.0",
-    "description": "nextpage pages through paginated sources on behalf of its client: JSON-RPC 2.0 over stdin/stdout, newline-delimited JSON or LSP `Content-Length` framing (detected from the first bytes; replies use the same). Each named collection is a state machine (`hasNext`, `isLoading`, `lastId`) over a source that is fetched one page at a time.\n\nConventions of this document:\n- Params are always by name (an object); `initialize` and `initialized` ignore theirs.\n- Notifications. A method without `result` is a notification, as OpenRPC 1.3 says; such entries also carry `\"x-notification\": true`. Notifications the client sends (`exit`, `initialized`, `$/cancelRequest`) are in `methods` with `\"x-direction\": \"client-to-server\"`. Notifications the server sends (`page`, `$/progress`) are not methods a client can call, so they are listed in the top-level extension `x-notifications`: method objects of the same shape with `\"x-direction\": \"server-to-client\"`, whose `params` are the notification's params and whose `x-params-schema` is the schema of the whole params object. A method that sends notifications names them in its `x-sends-notifications`.\n- Errors. `components/errors` holds one error object per code, with a typical message and an example `data`. The shape of `data` is the schema of the same name plus `Data` in `components/schemas` (UnknownCollection -> UnknownCollectionData); errors without such a schema carry no `data`. Besides the errors each method lists, any request may get -32700 ParseError, -32600 InvalidRequest, -32601 MethodNotFound, -32801 ShuttingDown (after `shutdown`) or -32603 InternalError, with `id: null` when the request's id could not be read.\n- Cursors (`lastId`) are strings or integers; null means none.\n- Collection definitions (`define`, and each collection of the config file) are described by `components/schemas/CollectionDefinition`, the same as `$defs/CollectionDefinition` of Schemas/config.schema.json. This build serves `file` sources only."
+    "description": "nextpage pages through paginated sources on behalf of its client: JSON-RPC 2.0 over stdin/stdout, newline-delimited JSON or LSP `Content-Length` framing (detected from the first bytes; replies use the same). Each named collection is a state machine (`hasNext`, `isLoading`, `lastId`) over a source that is fetched one page at a time.\n\nConventions of this document:\n- Params are always by name (an object); `initialize` and `initialized` ignore theirs.\n- Notifications. A method without `result` is a notification, as OpenRPC 1.3 says; such entries also carry `\"x-notification\": true`. Notifications the client sends (`exit`, `initialized`, `$/cancelRequest`) are in `methods` with `\"x-direction\": \"client-to-server\"`. Notifications the server sends (`page`, `$/progress`) are not methods a client can call, so they are listed in the top-level extension `x-notifications`: method objects of the same shape with `\"x-direction\": \"server-to-client\"`, whose `params` are the notification's params and whose `x-params-schema` is the schema of the whole params object. A method that sends notifications names them in its `x-sends-notifications`.\n- Errors. `components/errors` holds one error object per code, with a typical message and an example `data`. The shape of `data` is the schema of the same name plus `Data` in `components/schemas` (UnknownCollection -> UnknownCollectionData); errors without such a schema carry no `data`. Besides the errors each method lists, any request may get -32700 ParseError, -32600 InvalidRequest, -32601 MethodNotFound, -32801 ShuttingDown (after `shutdown`) or -32603 InternalError, with `id: null` when the message is not JSON or not a valid request object.\n- Cursors (`lastId`) are strings or integers; null means none.\n- Collection definitions (`define`, and each collection of the config file) are described by `components/schemas/CollectionDefinition`, the same as `$defs/CollectionDefinition` of Schemas/config.schema.json. Sources are `file` and `http`."
   },
   "methods": [
     {
@@ -395,7 +395,7 @@ public enum EmbeddedSchemas {
     {
       "name": "loadAll",
       "summary": "Page through a collection to its end or a limit.",
-      "description": "Calls `loadNext` until the source ends, `maxItems` items or `maxPages` pages were loaded by this call (the page that reaches a limit is kept whole, so `count` may exceed `maxItems`), or a load fails. Each page is first sent as a `page` notification (params: the Page); when `progressToken` is given, `$/progress` notifications report `begin`, then `report` after each page, then `end`. Continues from where the collection is: call `load` (or `reset`) first to start over. A failure after some pages is an error reply; the pages already notified stay loaded.",
+      "description": "Calls `loadNext` until the source ends, `maxItems` items or `maxPages` pages were loaded by this call (the page that reaches a limit is kept whole, so `count` may exceed `maxItems`), or a load fails. Each page is first sent as a `page` notification (params: the Page); when `progressToken` is given, `$/progress` notifications report `begin`, then `report` after each page, then `end`. Continues from where the collection is: call `load` (or `reset`) first to start over. A failure after some pages is an error reply; the pages already notified stay loaded. `$/cancelRequest` with this request's id ends it at once with -32800 (a fetch in flight is abandoned and its page never lands); the pages already notified stay loaded, and no `end` progress is sent.",
       "paramStructure": "by-name",
       "params": [
         {
@@ -863,8 +863,8 @@ public enum EmbeddedSchemas {
       },
       "Source": {
         "title": "Source",
-        "description": "Where pages come from, by `type`.",
-        "oneOf": [{"$ref": "#/components/schemas/FileSource"}, {"$ref": "#/components/schemas/CommandSource"}]
+        "description": "Where pages come from: a folder of page files, an HTTP API, or a command.",
+        "oneOf": [{"$ref": "#/components/schemas/FileSource"}, {"$ref": "#/components/schemas/HttpSource"}, {"$ref": "#/components/schemas/CommandSource"}]
       },
       "FileSource": {
         "title": "FileSource",
@@ -880,6 +880,52 @@ public enum EmbeddedSchemas {
             "minLength": 1
           }
         }
+      },
+      "HttpSource": {
+        "title": "HttpSource",
+        "description": "Pages fetched over HTTP(S), GET or POST with a JSON body, through a real HTTP client: timeouts, retries with exponential backoff and jitter on connection errors, 5xx and 429 (honouring Retry-After), redirects, gzip. `${env:NAME}` in `url`, `query` values and `headers` values is replaced by the environment variable NAME (unset: the definition is rejected, naming the field and the variable). Secret headers (Authorization, X-Api-Key, names with token, secret, key or auth) and secret query items are redacted in logs, recordings and transcripts. With --replay-upstream DIR the answers come from DIR/<collection>.jsonl instead of the network.",
+        "type": "object",
+        "required": ["type", "url"],
+        "additionalProperties": false,
+        "properties": {
+          "type": {"const": "http"},
+          "url": {
+            "description": "The first page's URL (http or https); query items already in it are kept.",
+            "type": "string",
+            "pattern": "^([Hh][Tt][Tt][Pp][Ss]?://|\\$\\{env:)"
+          },
+          "method": {"description": "The request method.", "enum": ["GET", "POST"], "default": "GET"},
+          "body": {"description": "The JSON body of every POST (the cursor goes inside it with `paging.bodyPointer`).", "type": "object"},
+          "query": {
+            "description": "Query items added to the URL, in order.",
+            "type": "object",
+            "propertyNames": {"minLength": 1},
+            "additionalProperties": {"type": "string"}
+          },
+          "headers": {
+            "description": "Request headers.",
+            "type": "object",
+            "propertyNames": {"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"},
+            "additionalProperties": {"type": "string"}
+          },
+          "timeout": {
+            "description": "Seconds one attempt may take, answer and body included.",
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": 86400,
+            "default": 30
+          },
+          "retries": {
+            "description": "Attempts after the first, for failures worth retrying.",
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 100,
+            "default": 2
+          },
+          "maxBodyBytes": {"description": "Largest response body accepted, in bytes.", "type": "integer", "minimum": 1, "default": 67108864}
+        },
+        "if": {"required": ["body"]},
+        "then": {"required": ["method"], "properties": {"method": {"const": "POST"}}}
       },
       "CommandSource": {
         "title": "CommandSource",
@@ -1212,9 +1258,10 @@ public enum EmbeddedSchemas {
     },
     "Source": {
       "title": "Source",
-      "description": "Where pages come from, by `type`.",
+      "description": "Where pages come from: a folder of page files, an HTTP API, or a command.",
       "oneOf": [
         {"$ref": "#/$defs/FileSource"},
+        {"$ref": "#/$defs/HttpSource"},
         {"$ref": "#/$defs/CommandSource"}
       ]
     },
@@ -1232,6 +1279,52 @@ public enum EmbeddedSchemas {
           "minLength": 1
         }
       }
+    },
+    "HttpSource": {
+      "title": "HttpSource",
+      "description": "Pages fetched over HTTP(S), GET or POST with a JSON body, through a real HTTP client: timeouts, retries with exponential backoff and jitter on connection errors, 5xx and 429 (honouring Retry-After), redirects, gzip. `${env:NAME}` in `url`, `query` values and `headers` values is replaced by the environment variable NAME (unset: the definition is rejected, naming the field and the variable). Secret headers (Authorization, X-Api-Key, names with token, secret, key or auth) and secret query items are redacted in logs, recordings and transcripts. With --replay-upstream DIR the answers come from DIR/<collection>.jsonl instead of the network.",
+      "type": "object",
+      "required": ["type", "url"],
+      "additionalProperties": false,
+      "properties": {
+        "type": {"const": "http"},
+        "url": {
+          "description": "The first page's URL (http or https); query items already in it are kept.",
+          "type": "string",
+          "pattern": "^([Hh][Tt][Tt][Pp][Ss]?://|\\$\\{env:)"
+        },
+        "method": {"description": "The request method.", "enum": ["GET", "POST"], "default": "GET"},
+        "body": {"description": "The JSON body of every POST (the cursor goes inside it with `paging.bodyPointer`).", "type": "object"},
+        "query": {
+          "description": "Query items added to the URL, in order.",
+          "type": "object",
+          "propertyNames": {"minLength": 1},
+          "additionalProperties": {"type": "string"}
+        },
+        "headers": {
+          "description": "Request headers.",
+          "type": "object",
+          "propertyNames": {"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"},
+          "additionalProperties": {"type": "string"}
+        },
+        "timeout": {
+          "description": "Seconds one attempt may take, answer and body included.",
+          "type": "number",
+          "exclusiveMinimum": 0,
+          "maximum": 86400,
+          "default": 30
+        },
+        "retries": {
+          "description": "Attempts after the first, for failures worth retrying.",
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 100,
+          "default": 2
+        },
+        "maxBodyBytes": {"description": "Largest response body accepted, in bytes.", "type": "integer", "minimum": 1, "default": 67108864}
+      },
+      "if": {"required": ["body"]},
+      "then": {"required": ["method"], "properties": {"method": {"const": "POST"}}}
     },
     "CommandSource": {
       "title": "CommandSource",
@@ -1334,6 +1427,166 @@ public enum EmbeddedSchemas {
       "description": "An RFC 6901 JSON Pointer: \"\" (the whole document) or \"/\"-separated tokens, with \"~0\" for \"~\" and \"~1\" for \"/\".",
       "type": "string",
       "pattern": "^(/([^~]|~[01])*)?$"
+    }
+  }
+}
+"""#
+
+    /// `Schemas/transcript.schema.json`.
+    public static let transcript = #"""
+{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "urn:nextpage:transcript",
+  "title": "nextpage transcript record",
+  "description": "A transcript is NDJSON: one record per line, each an object described here. `nextpage serve --transcript F` records a live session (an `args` record, a `framing` record, an in or out record per message, and `exitStatus` at the end; secrets in `define` params and anything echoing them are replaced with \"[redacted]\"). `nextpage replay F` starts a fresh server in the transcript's folder with its `args`, sends each in record once every out record above it has arrived, matches out records by id (a batch reply by the ids it holds; notifications in order within their stream: the same method and the same `collection` or progress `token` in their params), compares them leaving out the `ignore`d places, and fails on any difference, on anything the server sent that no out record expects, and on an exit status other than the expected one (0 unless an `exitStatus` record says otherwise). `args` and `framing` records come before the first message record; every record may carry a `comment`.",
+  "type": "object",
+  "oneOf": [
+    {"$ref": "#/$defs/InMessage"},
+    {"$ref": "#/$defs/InText"},
+    {"$ref": "#/$defs/InBytes"},
+    {"$ref": "#/$defs/OutMessage"},
+    {"$ref": "#/$defs/Ignore"},
+    {"$ref": "#/$defs/Args"},
+    {"$ref": "#/$defs/Framing"},
+    {"$ref": "#/$defs/ExitStatus"},
+    {"$ref": "#/$defs/Restart"},
+    {"$ref": "#/$defs/Comment"}
+  ],
+  "$defs": {
+    "Comment": {
+      "title": "Comment",
+      "description": "A note for readers; ignored. Any other record may also carry a `comment` member.",
+      "type": "object",
+      "required": ["comment"],
+      "additionalProperties": false,
+      "properties": {"comment": {"type": "string"}}
+    },
+    "InMessage": {
+      "title": "InMessage",
+      "description": "A message sent to the server: any JSON (a request, a notification, a batch, or something invalid on purpose), framed with the transcript's framing. Recorded as parsed, compact.",
+      "type": "object",
+      "required": ["dir", "msg"],
+      "additionalProperties": false,
+      "properties": {"dir": {"const": "in"}, "msg": true, "comment": {"type": "string"}}
+    },
+    "InText": {
+      "title": "InText",
+      "description": "A message body that is not JSON (to provoke -32700), framed with the transcript's framing. The recorder writes this for bodies that do not parse.",
+      "type": "object",
+      "required": ["dir", "text"],
+      "additionalProperties": false,
+      "properties": {"dir": {"const": "in"}, "text": {"type": "string"}, "comment": {"type": "string"}}
+    },
+    "InBytes": {
+      "title": "InBytes",
+      "description": "Bytes written to the server's stdin as they are, with no framing added (broken frames, split frames, blank lines). Never recorded; written by hand.",
+      "type": "object",
+      "required": ["dir", "bytes"],
+      "additionalProperties": false,
+      "properties": {"dir": {"const": "in"}, "bytes": {"type": "string"}, "comment": {"type": "string"}}
+    },
+    "OutMessage": {
+      "title": "OutMessage",
+      "description": "A message the server must send: a reply, a batch of replies, or a notification.",
+      "type": "object",
+      "required": ["dir", "msg"],
+      "additionalProperties": false,
+      "properties": {"dir": {"const": "out"}, "msg": {"$ref": "#/$defs/ServerMessage"}, "comment": {"type": "string"}}
+    },
+    "Ignore": {
+      "title": "Ignore",
+      "description": "Places in out messages that are not compared: RFC 6901 JSON Pointers into each message (a batch member counts as a message); the token `*` matches any one member or element. Without `id` they apply to every out message of the transcript, wherever the record stands; with `id`, to the reply with that id only.",
+      "type": "object",
+      "required": ["ignore"],
+      "additionalProperties": false,
+      "properties": {
+        "ignore": {"type": "array", "items": {"$ref": "#/$defs/JSONPointer"}},
+        "id": {"$ref": "#/$defs/RequestId"},
+        "comment": {"type": "string"}
+      }
+    },
+    "Args": {
+      "title": "Args",
+      "description": "The server's arguments (after the executable; `serve` is the default command). The server runs in the transcript's folder, so relative paths (a config file, a `--replay-upstream` folder) are relative to the transcript. `${tmp}` stands for a fresh folder created for each replay and shared by its sessions (for `--state ${tmp}/state.json`). Default: no arguments, which serves ./nextpage.json of the transcript's folder if there is one, else the built-in demo. The recorder writes the arguments the session ran with, minus `--transcript F`.",
+      "type": "object",
+      "required": ["args"],
+      "additionalProperties": false,
+      "properties": {"args": {"type": "array", "items": {"type": "string"}}, "comment": {"type": "string"}}
+    },
+    "Framing": {
+      "title": "Framing",
+      "description": "How the replayer frames the in messages and reads the server's output: newline-delimited JSON (the default) or LSP `Content-Length` frames. The server detects it from the first bytes, as always.",
+      "type": "object",
+      "required": ["framing"],
+      "additionalProperties": false,
+      "properties": {"framing": {"enum": ["ndjson", "lsp"]}, "comment": {"type": "string"}}
+    },
+    "ExitStatus": {
+      "title": "ExitStatus",
+      "description": "The exit status the server of this session must end with (default 0): 1 after `exit` without `shutdown`, for example.",
+      "type": "object",
+      "required": ["exitStatus"],
+      "additionalProperties": false,
+      "properties": {"exitStatus": {"type": "integer", "minimum": 0, "maximum": 255}, "comment": {"type": "string"}}
+    },
+    "Restart": {
+      "title": "Restart",
+      "description": "Once every out record above has arrived, end the server (`eof`: close its input and check its exit status; `kill`: SIGKILL it) and start a fresh one with the same arguments. The records that follow are a new session: ids may be reused, and a `--state` file carries the collections over.",
+      "type": "object",
+      "required": ["restart"],
+      "additionalProperties": false,
+      "properties": {"restart": {"enum": ["eof", "kill"]}, "comment": {"type": "string"}}
+    },
+    "JSONPointer": {
+      "title": "JSONPointer",
+      "description": "An RFC 6901 JSON Pointer: \"\" (the whole message) or \"/\"-separated tokens, with \"~0\" for \"~\" and \"~1\" for \"/\".",
+      "type": "string",
+      "pattern": "^(/([^~]|~[01])*)?$"
+    },
+    "RequestId": {
+      "title": "RequestId",
+      "description": "A JSON-RPC request id.",
+      "type": ["string", "number", "null"]
+    },
+    "ServerMessage": {
+      "title": "ServerMessage",
+      "description": "What a JSON-RPC 2.0 server sends: a response, a non-empty batch of responses, or a notification.",
+      "oneOf": [
+        {"$ref": "#/$defs/Response"},
+        {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/Response"}},
+        {"$ref": "#/$defs/Notification"}
+      ]
+    },
+    "Response": {
+      "title": "Response",
+      "type": "object",
+      "required": ["jsonrpc", "id"],
+      "additionalProperties": false,
+      "properties": {
+        "jsonrpc": {"const": "2.0"},
+        "id": {"$ref": "#/$defs/RequestId"},
+        "result": true,
+        "error": {"$ref": "#/$defs/Error"}
+      },
+      "oneOf": [{"required": ["result"]}, {"required": ["error"]}]
+    },
+    "Error": {
+      "title": "Error",
+      "type": "object",
+      "required": ["code", "message"],
+      "additionalProperties": false,
+      "properties": {"code": {"type": "integer"}, "message": {"type": "string"}, "data": true}
+    },
+    "Notification": {
+      "title": "Notification",
+      "type": "object",
+      "required": ["jsonrpc", "method"],
+      "additionalProperties": false,
+      "properties": {
+        "jsonrpc": {"const": "2.0"},
+        "method": {"type": "string"},
+        "params": {"type": ["object", "array"]}
+      }
     }
   }
 }

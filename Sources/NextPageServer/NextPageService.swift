@@ -15,12 +15,15 @@ public final class NextPageService: RPCHandler {
     let validator: DefinitionValidator
     let logger: Logger
     let upstream: UpstreamMode
+    /// Where collection states are saved (`--state`), if anywhere.
+    let stateStore: StateStore?
 
     /// A service for `collections`; `http` sources reach upstream as
-    /// `upstream` says (by default the network).
+    /// `upstream` says (by default the network); `stateStore`, when given,
+    /// is told every state change (see `persist`).
     public init(
         collections: [(name: String, definition: CollectionDefinition)], validator: DefinitionValidator, logger: Logger,
-        upstream: UpstreamMode = .live
+        upstream: UpstreamMode = .live, stateStore: StateStore? = nil
     ) {
         self.registry = Registry(collections.map {
             ($0.name, $0.definition.makeCollection(name: $0.name, upstream: upstream, logger: logger))
@@ -28,6 +31,7 @@ public final class NextPageService: RPCHandler {
         self.validator = validator
         self.logger = logger
         self.upstream = upstream
+        self.stateStore = stateStore
     }
 
     /// Every method this server answers (besides `$/cancelRequest`, `shutdown`, `exit`).
@@ -95,13 +99,15 @@ public final class NextPageService: RPCHandler {
                 ifLoading = .queue
             }
             let ticket = await collection.enqueueLoadNext(ifLoading: ifLoading)
-            return { @Sendable in try await Self.page(collection, ticket) }
+            return { @Sendable [self] in try await persisting(collection) { try await Self.page(collection, ticket) } }
         case "load":
             let lastId = try params.cursor("lastId")
             let ticket = await collection.enqueueLoad(lastId: lastId)
-            return { @Sendable in try await Self.page(collection, ticket) }
+            await persist(collection)
+            return { @Sendable [self] in try await persisting(collection) { try await Self.page(collection, ticket) } }
         case "reset":
             await collection.reset()
+            await persist(collection)
             let state = Wire.state(name, await collection.state)
             return { @Sendable in state }
         case "status":
@@ -119,10 +125,10 @@ public final class NextPageService: RPCHandler {
         case "loadAll":
             let maxItems = try params.integer("maxItems", min: 1)
             let maxPages = try params.integer("maxPages", min: 1)
-            let token = params.raw("progressToken").map(RawJSON.init)
+            let token = try params.progressToken("progressToken")
             let first = await collection.enqueueLoadNext(ifLoading: .queue)
-            return { @Sendable in
-                try await Self.loadAll(collection, first: first, maxItems: maxItems, maxPages: maxPages, progressToken: token, context: context)
+            return { @Sendable [self] in
+                try await loadAll(collection, first: first, maxItems: maxItems, maxPages: maxPages, progressToken: token, context: context)
             }
         default:
             throw RPCError.methodNotFound(method)
@@ -137,7 +143,7 @@ public final class NextPageService: RPCHandler {
         }
     }
 
-    private static func loadAll(
+    private func loadAll(
         _ collection: PagedCollection, first: LoadTicket, maxItems: Int?, maxPages: Int?, progressToken: RawJSON?, context: RPCContext
     ) async throws -> RawJSON {
         var pages = 0
@@ -160,12 +166,14 @@ public final class NextPageService: RPCHandler {
             do {
                 result = try await collection.loadNext(ticket)
             } catch let error as LoadError {
+                await persist(collection)
                 throw Wire.error(error, collection: collection.name)
             }
             state = result.state
             if result.landed {
                 pages += 1
                 count += result.items.count
+                await persist(collection)
                 context.notify("page", Wire.page(collection.name, result))
                 progress("report")
             }
@@ -196,9 +204,44 @@ public final class NextPageService: RPCHandler {
         if let replaced = await registry.set(name, collection) {
             await replaced.reset()
         }
+        await persist(collection)
         logger.info("defined collection", metadata: ["collection": "\(name)"])
         let state = Wire.state(name, await collection.state)
         return { @Sendable in state }
+    }
+}
+
+extension NextPageService {
+    /// Puts every defined collection that has a saved state back where it
+    /// stood (before any request is served).
+    public func restoreSavedStates() async {
+        guard let stateStore else { return }
+        let saved = stateStore.saved
+        for (name, collection) in await registry.all() {
+            if let state = saved[name] { await collection.restore(state) }
+        }
+    }
+
+    /// Tells the state store where `collection` stands now. Runs on the
+    /// collection's actor, so the store sees its states in order; called
+    /// after every page lands (before it is delivered) and after every call
+    /// that may have moved the collection (reset, load, a failure).
+    func persist(_ collection: PagedCollection) async {
+        guard let stateStore else { return }
+        let name = collection.name
+        await collection.withCurrentState { stateStore.record(name, $0) }
+    }
+
+    /// Runs `body`, then persists the collection, whether `body` threw or not.
+    func persisting(_ collection: PagedCollection, _ body: @Sendable () async throws -> RawJSON) async throws -> RawJSON {
+        do {
+            let result = try await body()
+            await persist(collection)
+            return result
+        } catch {
+            await persist(collection)
+            throw error
+        }
     }
 }
 

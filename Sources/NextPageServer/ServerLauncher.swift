@@ -21,6 +21,12 @@ public struct ServerSettings: Sendable {
     /// Whether `define` may create `command` sources (`--allow-commands`;
     /// default `false`). The config file may always use them.
     public var allowCommands = false
+    /// The state file (`--state`): collections resume from it and save to it.
+    public var statePath: String?
+    /// Where to record the session (`--transcript`).
+    public var transcriptPath: String?
+    /// The server's arguments, written at the head of a transcript.
+    public var transcriptArguments: [String]?
 
     public init() {}
 }
@@ -72,6 +78,13 @@ public enum ServerLauncher {
     /// or the parent's death; returns the process exit status.
     public static func serve(settings: ServerSettings, logger: Logger) async throws -> Int32 {
         let loaded = try collections(configPath: settings.configPath)
+        let stateStore = try settings.statePath.map { path throws(StateFileError) in
+            try StateStore(path: path, commit: .immediately, logger: logger)
+        }
+        let recorder = try settings.transcriptPath.map { path throws(TranscriptError) in
+            try TranscriptRecorder(
+                path: path, arguments: settings.transcriptArguments, collections: loaded.collections, validator: loaded.validator)
+        }
         logger.info("serving", metadata: ["config": "\(loaded.source)", "collections": "\(loaded.collections.map(\.name).joined(separator: ","))"])
         signal(SIGPIPE, SIG_IGN)
         // Protocol output goes to a private duplicate of fd 1; fd 1 itself now
@@ -88,8 +101,11 @@ public enum ServerLauncher {
         // The same validator checks `define`, which may run commands only when allowed.
         var defineValidator = loaded.validator
         defineValidator.allowsCommands = settings.allowCommands
-        let service = NextPageService(collections: loaded.collections, validator: defineValidator, logger: logger, upstream: settings.upstream)
-        let connection = Connection(input: 0, writer: writer, options: settings.connection, handler: service)
+        let service = NextPageService(
+            collections: loaded.collections, validator: defineValidator, logger: logger, upstream: settings.upstream,
+            stateStore: stateStore)
+        await service.restoreSavedStates()
+        let connection = Connection(input: 0, writer: writer, options: settings.connection, handler: service, tap: recorder)
 
         var sources: [any DispatchSourceProtocol] = []
         for signalNumber in [SIGTERM, SIGINT] {
@@ -124,6 +140,7 @@ public enum ServerLauncher {
         // Commands of requests cancelled by the drain run in their own sessions.
         CommandClient.killRunningCommands()
         logger.debug("stopped", metadata: ["reason": "\(ending)"])
+        recorder?.finish(exitStatus: ending.exitCode)
         return ending.exitCode
     }
 
@@ -134,6 +151,15 @@ public enum ServerLauncher {
     }
 
     struct ReadError: Error { let code: Int32 }
+
+    /// Reads a whole file (for the commands that read transcripts and state files).
+    public static func contents(of path: String) throws(ConfigError) -> [UInt8] {
+        do {
+            return try readFile(path)
+        } catch {
+            throw ConfigError(path: path, reason: "cannot read: \(String(cString: strerror(error.code)))")
+        }
+    }
 
     static func readFile(_ path: String) throws(ReadError) -> [UInt8] {
         guard let file = fopen(path, "rb") else { throw ReadError(code: errno) }

@@ -105,4 +105,13 @@ struct Params {
     }
 
     func raw(_ key: String) -> JSON? { object?[key] }
+
+    /// A progress token: a string or an integer, as in LSP.
+    func progressToken(_ key: String) throws(RPCError) -> RawJSON? {
+        guard let value = object?[key], !value.isNull else { return nil }
+        guard value.kind == .string || value.kind == .integer else {
+            throw .invalidParams(field: key, expected: "a string or an integer")
+        }
+        return RawJSON(value)
+    }
 }

@@ -21,9 +21,12 @@ struct Nextpage: AsyncParsableCommand {
 
             Methods: load, loadNext, reset, status, collections, items, define, loadAll,
             rpc.discover, initialize, shutdown, exit, $/cancelRequest.
+
+            From the shell: `nextpage next demo --state s.json` prints one page, `nextpage all demo` \
+            prints every item; `nextpage replay T.transcript.jsonl` checks a recorded session.
             """,
         version: NextPageService.version,
-        subcommands: [Serve.self, CheckConfig.self, Schema.self],
+        subcommands: [Serve.self, Next.self, All.self, Reset.self, Replay.self, CheckConfig.self, Schema.self],
         defaultSubcommand: Serve.self
     )
 }
@@ -64,6 +67,16 @@ struct Serve: AsyncParsableCommand {
         "Let the define method create command sources, which run programs on this machine (the config file may always use them)."))
     var allowCommands = false
 
+    @Option(help: ArgumentHelp(
+        "Keep each collection's cursor and counters in this file, saved atomically after every page; a restarted server resumes from it.",
+        valueName: "F"))
+    var state: String?
+
+    @Option(help: ArgumentHelp(
+        "Record every message in and out to this file (NDJSON, secrets redacted); `nextpage replay` checks it later.",
+        valueName: "F"))
+    var transcript: String?
+
     func validate() throws {
         guard maxMessageBytes > 0 else { throw ValidationError("--max-message-bytes must be positive") }
         guard drainTimeout >= 0 else { throw ValidationError("--drain-timeout must not be negative") }
@@ -99,14 +112,36 @@ struct Serve: AsyncParsableCommand {
         settings.connection.framing = framing
         settings.connection.maxMessageBytes = maxMessageBytes
         settings.connection.drainTimeout = drainTimeout
+        settings.statePath = state
+        settings.transcriptPath = transcript
+        settings.transcriptArguments = Self.argumentsForTranscript(Array(CommandLine.arguments.dropFirst()))
         let status: Int32
         do {
             status = try await ServerLauncher.serve(settings: settings, logger: logger)
         } catch let error as ConfigError {
             printError("nextpage: config \(error)")
-            throw ExitCode(2)
+            throw ExitCode(ShellExit.config)
+        } catch let error as TranscriptError {
+            printError("nextpage: transcript \(error)")
+            throw ExitCode(ShellExit.config)
+        } catch let error as StateFileError {
+            printError("nextpage: \(error)")
+            throw ExitCode(ShellExit.state)
         }
         throw ExitCode(status)
+    }
+
+    /// The arguments a replay of this session needs: these, without `--transcript F`.
+    static func argumentsForTranscript(_ arguments: [String]) -> [String] {
+        var kept: [String] = []
+        var skipNext = false
+        for argument in arguments {
+            if skipNext { skipNext = false; continue }
+            if argument == "--transcript" { skipNext = true; continue }
+            if argument.hasPrefix("--transcript=") { continue }
+            kept.append(argument)
+        }
+        return kept
     }
 }
 
@@ -142,9 +177,7 @@ struct Schema: ParsableCommand {
         switch name {
         case .openrpc: print(EmbeddedSchemas.openrpc)
         case .config: print(EmbeddedSchemas.config)
-        case .transcript:
-            printError("nextpage: the transcript schema is not available in this version")
-            throw ExitCode(1)
+        case .transcript: print(EmbeddedSchemas.transcript)
         }
     }
 }
@@ -171,7 +204,7 @@ func makeDirectories(_ path: String) -> Bool {
     return mkdir(path, 0o755) == 0 || isDirectory(path)
 }
 
-func printError(_ message: String) {
-    var line = message + "\n"
+func printError(_ message: String, newline: Bool = true) {
+    var line = newline ? message + "\n" : message
     line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
 }

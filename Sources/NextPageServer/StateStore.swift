@@ -1,0 +1,247 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Jansson
+import JSONRPC
+import Logging
+import NextPage
+
+/// A state file that cannot be used: unreadable, not JSON, not a state
+/// file, or not writable. Never a silent reset.
+public struct StateFileError: Error, Sendable, CustomStringConvertible {
+    public let path: String
+    public let reason: String
+
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+
+    public var description: String { "state file \(path): \(reason)" }
+}
+
+/// The `--state` file: each collection's cursor, `hasNext` and counters,
+/// so that a restarted server, or the next `nextpage next`, resumes where
+/// the last one stopped.
+///
+/// The file is one JSON object:
+///
+///     {"version": 1, "collections": {"demo": {"hasNext": true, "lastId": "page-3",
+///      "count": 50, "pages": 2, "lastError": null}}}
+///
+/// It is replaced atomically: the new content goes to a temporary file in
+/// the same folder, which is flushed to disk (`fsync`), renamed over the
+/// state file, and the folder is flushed too. A process killed at any moment
+/// leaves either the old file or the new one, never a mix.
+///
+/// `record` is called on a collection's actor (see
+/// `NextPageService.persist`) each time its state may have changed, so the
+/// states of one collection arrive in the order they happened. With
+/// `Commit.immediately` (the server) each change is renamed into place at
+/// once, before the page is delivered. With `Commit.onRequest` (the shell
+/// commands) a change is written to the temporary file and renamed into
+/// place by `commit()`, which the caller runs after it has written the page
+/// out: a page is then never counted as delivered before it was.
+/// Entries of collections that are not defined are kept as they are.
+public final class StateStore: @unchecked Sendable {
+    /// When a recorded change reaches the state file.
+    public enum Commit: Sendable {
+        /// At once, inside `record` (the server).
+        case immediately
+        /// When `commit()` is called (the shell commands).
+        case onRequest
+    }
+
+    public static let version = 1
+
+    public let path: String
+    public let commitMode: Commit
+    private let logger: Logger?
+    private let temporaryPath: String
+    private let lock = Condition()
+    // Guarded by `lock`.
+    private var states: [String: NextPageState]
+    private var prepared = false
+    private var failure: StateFileError?
+
+    /// Opens the state file at `path`, reading it when it exists (a missing
+    /// file is an empty state). Throws when it cannot be read, is not a
+    /// state file, or its folder is not writable.
+    public init(path: String, commit: Commit, logger: Logger? = nil) throws(StateFileError) {
+        self.path = path
+        self.commitMode = commit
+        self.logger = logger
+        let folder = ServerLauncher.directoryName(of: path)
+        let base = path.split(separator: "/").last.map(String.init) ?? path
+        self.temporaryPath = (folder == "/" ? "" : folder) + "/." + base + ".tmp"
+        guard !path.isEmpty, !path.hasSuffix("/") else { throw StateFileError(path: path, reason: "not a file name") }
+        let bytes: [UInt8]?
+        do {
+            bytes = try ServerLauncher.readFile(path)
+        } catch where error.code == ENOENT {
+            bytes = nil
+        } catch {
+            throw StateFileError(path: path, reason: "cannot read: \(String(cString: strerror(error.code)))")
+        }
+        let loaded = try bytes.map { bytes throws(StateFileError) in try Self.decode(bytes, path: path) } ?? [:]
+        states = loaded
+        guard access(folder, W_OK | X_OK) == 0 else {
+            throw StateFileError(path: path, reason: "cannot write in its folder '\(folder)': \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// The saved state of every collection in the file, by name.
+    public var saved: [String: NextPageState] { lock.locked { states } }
+
+    /// The first write that failed, if any (the shell commands stop on it).
+    public var writeFailure: StateFileError? { lock.locked { failure } }
+
+    /// Records where collection `name` stands; writes the file when that
+    /// changed (see the type's documentation for when it is committed).
+    public func record(_ name: String, _ state: NextPageState) {
+        var state = state
+        state.isLoading = false
+        lock.locked {
+            guard states[name] != state else { return }
+            states[name] = state
+            var error = prepare()
+            if error == nil && commitMode == .immediately { error = commitLocked() }
+            if let error {
+                if failure == nil { failure = error }
+                logger?.error("cannot save the state file", metadata: ["path": "\(path)", "reason": "\(error.reason)"])
+            }
+        }
+    }
+
+    /// Renames the prepared file into place (`Commit.onRequest`); does nothing
+    /// when nothing changed since the last commit.
+    public func commit() throws(StateFileError) {
+        let outcome: StateFileError? = lock.locked {
+            if let failure { return failure }
+            failure = commitLocked()
+            return failure
+        }
+        if let outcome { throw outcome }
+    }
+
+    // MARK: Writing (lock held)
+
+    /// Writes the temporary file and flushes it; returns what failed, if anything.
+    private func prepare() -> StateFileError? {
+        let bytes = Self.encode(states)
+        let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return systemError("cannot create '\(temporaryPath)'") }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, bytes.count - offset) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                let error = systemError("cannot write '\(temporaryPath)'")
+                close(fd)
+                return error
+            }
+            offset += n
+        }
+        guard fsync(fd) == 0 else {
+            let error = systemError("cannot flush '\(temporaryPath)'")
+            close(fd)
+            return error
+        }
+        close(fd)
+        prepared = true
+        return nil
+    }
+
+    /// Renames the prepared file into place; returns what failed, if anything.
+    private func commitLocked() -> StateFileError? {
+        guard prepared else { return nil }
+        guard rename(temporaryPath, path) == 0 else { return systemError("cannot rename '\(temporaryPath)' over it") }
+        prepared = false
+        // Make the rename itself durable.
+        let folder = open(ServerLauncher.directoryName(of: path), O_RDONLY | O_CLOEXEC)
+        if folder >= 0 {
+            _ = fsync(folder)
+            close(folder)
+        }
+        return nil
+    }
+
+    private func systemError(_ what: String) -> StateFileError {
+        StateFileError(path: path, reason: "\(what): \(String(cString: strerror(errno)))")
+    }
+
+    // MARK: Format
+
+    /// The file's bytes for these states (collections sorted by name).
+    static func encode(_ states: [String: NextPageState]) -> [UInt8] {
+        let entries = states.sorted { $0.key < $1.key }.map { name, state -> (String, RawJSON?) in
+            (name, RawJSON.object([
+                "hasNext": .bool(state.hasNext),
+                "lastId": state.lastId?.json ?? .null,
+                "count": .integer(state.count),
+                "pages": .integer(state.pages),
+                "lastError": state.lastError.map(RawJSON.string) ?? .null,
+            ]))
+        }
+        let document = RawJSON.object(["version": .integer(version), "collections": .object(entries)])
+        return document.bytes + [UInt8(ascii: "\n")]
+    }
+
+    /// Reads a state file's bytes; errors name the field at fault.
+    static func decode(_ bytes: [UInt8], path: String) throws(StateFileError) -> [String: NextPageState] {
+        func invalid(_ field: String, _ expected: String) -> StateFileError {
+            StateFileError(path: path, reason: "\(field): expected \(expected) (fix the file, or delete it to start over)")
+        }
+        let json: JSON
+        do {
+            json = try JSON.parse(bytes)
+        } catch {
+            throw StateFileError(
+                path: path,
+                reason: "not JSON (line \(error.line), column \(error.column): \(error.text)); fix the file, or delete it to start over")
+        }
+        guard json.kind == .object else { throw invalid("(top level)", "an object") }
+        guard let version = json["version"], version.integer == Int64(Self.version) else {
+            throw invalid("version", "\(Self.version)")
+        }
+        guard let collections = json["collections"], collections.kind == .object else {
+            throw invalid("collections", "an object of saved collection states")
+        }
+        var states: [String: NextPageState] = [:]
+        for (name, entry) in collections.members {
+            let field = "collections.\(name)"
+            guard entry.kind == .object else { throw invalid(field, "an object") }
+            var state = NextPageState()
+            guard let hasNext = entry["hasNext"]?.bool else { throw invalid("\(field).hasNext", "true or false") }
+            state.hasNext = hasNext
+            guard let lastIdJSON = entry["lastId"], case .success(let lastId) = Cursor.from(lastIdJSON) else {
+                throw invalid("\(field).lastId", "a string, an integer or null")
+            }
+            state.lastId = lastId
+            guard let count = entry["count"]?.integer, count >= 0, let countValue = Int(exactly: count) else {
+                throw invalid("\(field).count", "an integer ≥ 0")
+            }
+            state.count = countValue
+            guard let pages = entry["pages"]?.integer, pages >= 0, let pagesValue = Int(exactly: pages) else {
+                throw invalid("\(field).pages", "an integer ≥ 0")
+            }
+            state.pages = pagesValue
+            if let lastError = entry["lastError"], !lastError.isNull {
+                guard let text = lastError.string else { throw invalid("\(field).lastError", "a string or null") }
+                state.lastError = text
+            }
+            states[name] = state
+        }
+        return states
+    }
+}
+
+extension PagedCollection {
+    /// Runs `body` with the current state on the collection's actor, so that
+    /// successive calls see the collection's states in the order they happened.
+    func withCurrentState(_ body: @Sendable (NextPageState) -> Void) {
+        body(state)
+    }
+}

@@ -1,0 +1,269 @@
+import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Jansson
+import JSONRPC
+import Logging
+import NextPageServer
+
+/// Exit statuses of the shell commands (documented in the README).
+enum ShellExit {
+    /// `next`: the collection was already at its end; nothing was loaded.
+    static let atEnd: Int32 = 1
+    /// The config file cannot be used, or the collection is not defined in it.
+    static let config: Int32 = 2
+    /// The state file cannot be read, is not a state file, or cannot be written.
+    static let state: Int32 = 3
+    /// The source failed, or sent a page that could not be understood.
+    static let upstream: Int32 = 4
+    /// Anything else that went wrong.
+    static let failure: Int32 = 1
+    /// stdout was closed by its reader (as a process killed by SIGPIPE).
+    static let brokenPipe: Int32 = 141
+}
+
+/// Options every shell command shares with `serve`.
+struct SessionOptions: ParsableArguments {
+    @Option(help: "Config file defining the collections (default: ./nextpage.json when it exists, else the built-in demo).")
+    var config: String?
+
+    @Option(help: ArgumentHelp(
+        "Keep each collection's cursor and counters in this file, saved atomically after every page; the next command resumes from it.",
+        valueName: "F"))
+    var state: String?
+
+    @Option(help: ArgumentHelp("Answer http sources from the recordings in DIR/<collection>.jsonl instead of the network.", valueName: "DIR"))
+    var replayUpstream: String?
+
+    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: Logger.Level = .warning
+
+    func validate() throws {
+        if let directory = replayUpstream, directory.isEmpty || !isDirectory(directory) {
+            throw ValidationError("--replay-upstream: '\(directory)' is not a directory")
+        }
+    }
+
+    /// Opens the collections and the state file; exits 2 or 3 with a message when they cannot be used.
+    func openSession() async throws -> ShellSession {
+        signal(SIGPIPE, SIG_IGN)
+        let logger = makeLogger(level: logLevel)
+        do {
+            return try await ShellSession(
+                configPath: config, statePath: state,
+                upstream: replayUpstream.map { .replay(directory: $0) } ?? .live, logger: logger)
+        } catch let error as ConfigError {
+            printError("nextpage: config \(error)")
+            throw ExitCode(ShellExit.config)
+        } catch let error as StateFileError {
+            printError("nextpage: \(error)")
+            throw ExitCode(ShellExit.state)
+        }
+    }
+}
+
+struct Next: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the next page of a collection as one line of JSON (a loadNext).",
+        discussion: """
+            With --state F the cursor is kept in F, so each run prints the page after the last one:
+              while nextpage next demo --state demo.state > page.json; do jq -c '.items[]' page.json; done
+            Exit status: 0 a page was loaded; 1 the collection was already at its end (the page printed \
+            has no items); 2 bad config or unknown collection; 3 state file unusable; 4 the source failed.
+            """)
+
+    @Argument(help: "The collection.")
+    var collection: String
+
+    @OptionGroup var options: SessionOptions
+
+    func run() async throws {
+        let session = try await options.openSession()
+        let params = RawJSON.object(["collection": .string(collection)])
+        let before = try await call(session, "status", params)
+        let page = try await committing(session) { try await call(session, "loadNext", params) }
+        writeOut(page.bytes + [UInt8(ascii: "\n")])
+        try commit(session)
+        if (try? before.parsed())?["hasNext"]?.bool == false {
+            throw ExitCode(ShellExit.atEnd)
+        }
+    }
+}
+
+struct All: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print every item of a collection, one line of compact JSON each (a loadAll).",
+        discussion: """
+            Continues from where the collection stands (with --state, from the saved cursor) to the end of \
+            the source or a limit. A progress line (items, pages, rate) is shown on stderr when stderr is a \
+            terminal. Exit status: 0 the end or a limit was reached; 2 bad config or unknown collection; \
+            3 state file unusable; 4 the source failed (the items printed so far stay printed and saved).
+            """)
+
+    @Argument(help: "The collection.")
+    var collection: String
+
+    @Option(help: "Stop after the page that brings the items printed to N.")
+    var maxItems: Int?
+
+    @Option(help: "Stop after N pages.")
+    var maxPages: Int?
+
+    @OptionGroup var options: SessionOptions
+
+    func validate() throws {
+        if let maxItems, maxItems < 1 { throw ValidationError("--max-items must be at least 1") }
+        if let maxPages, maxPages < 1 { throw ValidationError("--max-pages must be at least 1") }
+    }
+
+    func run() async throws {
+        let session = try await options.openSession()
+        let progress = isatty(2) == 1 ? ProgressLine(collection: collection) : nil
+        let params = RawJSON.object([
+            "collection": .string(collection),
+            "maxItems": maxItems.map(RawJSON.integer),
+            "maxPages": maxPages.map(RawJSON.integer),
+        ])
+        do {
+            _ = try await committing(session) { try await call(session, "loadAll", params) { method, page in
+                guard method == "page", let page, let items = (try? page.parsed())?["items"]?.elements else { return }
+                var out: [UInt8] = []
+                for item in items {
+                    out += item.dump()
+                    out.append(UInt8(ascii: "\n"))
+                }
+                writeOut(out)
+                do {
+                    try session.commit()
+                } catch {
+                    progress?.finish()
+                    printError("nextpage: \(error)")
+                    Glibc.exit(ShellExit.state)
+                }
+                progress?.add(items: items.count)
+            } }
+        } catch {
+            progress?.finish()
+            throw error
+        }
+        progress?.finish()
+        try commit(session)
+    }
+}
+
+struct Reset: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Reset a collection (with --state, its saved cursor too) and print its fresh State.")
+
+    @Argument(help: "The collection.")
+    var collection: String
+
+    @OptionGroup var options: SessionOptions
+
+    func run() async throws {
+        let session = try await options.openSession()
+        let state = try await call(session, "reset", RawJSON.object(["collection": .string(collection)]))
+        writeOut(state.bytes + [UInt8(ascii: "\n")])
+        try commit(session)
+    }
+}
+
+/// Calls a method of the session; an error is printed on stderr and ends the command with its exit status.
+private func call(
+    _ session: ShellSession, _ method: String, _ params: RawJSON,
+    notify: @escaping @Sendable (String, RawJSON?) -> Void = { _, _ in }
+) async throws -> RawJSON {
+    do {
+        return try await session.call(method, params, notify: notify)
+    } catch {
+        let data = try? error.data?.parsed()
+        switch error.code {
+        case -32001:
+            let known = data?["known"]?.elements.compactMap(\.string) ?? []
+            let name = data?["collection"]?.string ?? "?"
+            printError("nextpage: unknown collection '\(name)' (defined: \(known.isEmpty ? "none" : known.joined(separator: ", ")))")
+            throw ExitCode(ShellExit.config)
+        case -32002, -32003:
+            let name = data?["collection"]?.string ?? "?"
+            printError("nextpage: collection '\(name)': \(error.message)")
+            throw ExitCode(ShellExit.upstream)
+        default:
+            printError("nextpage: \(error.message) (JSON-RPC error \(error.code))")
+            throw ExitCode(ShellExit.failure)
+        }
+    }
+}
+
+/// Runs `body`; when it fails, first commits what the failure left (the
+/// cursor where it was, `lastError` saying why), so the next run retries
+/// the same page and `status` tells why.
+private func committing(_ session: ShellSession, _ body: () async throws -> RawJSON) async throws -> RawJSON {
+    do {
+        return try await body()
+    } catch {
+        try? session.commit()
+        throw error
+    }
+}
+
+/// Commits the state file after output; exits 3 when it cannot be saved.
+private func commit(_ session: ShellSession) throws {
+    do {
+        try session.commit()
+    } catch {
+        printError("nextpage: \(error)")
+        throw ExitCode(ShellExit.state)
+    }
+}
+
+/// Writes all of `bytes` to stdout with as few `write` calls as it takes;
+/// ends the process quietly when the reader of stdout is gone.
+func writeOut(_ bytes: [UInt8]) {
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeBytes { write(1, $0.baseAddress! + offset, bytes.count - offset) }
+        if n < 0 {
+            if errno == EINTR { continue }
+            exit(errno == EPIPE ? ShellExit.brokenPipe : ShellExit.failure)
+        }
+        offset += n
+    }
+}
+
+/// The progress line of `nextpage all` on a terminal: items, pages, rate.
+final class ProgressLine: @unchecked Sendable {
+    private let collection: String
+    private let started = monotonicSeconds()
+    private var items = 0
+    private var pages = 0
+    private var shown = false
+
+    init(collection: String) {
+        self.collection = collection
+    }
+
+    /// Called once per page, in order, from the one task that prints.
+    func add(items count: Int) {
+        items += count
+        pages += 1
+        let elapsed = max(monotonicSeconds() - started, 0.001)
+        let rate = Int((Double(items) / elapsed).rounded())
+        printError("\r\u{1B}[K\(collection): \(items) items, \(pages) pages, \(rate) items/s", newline: false)
+        shown = true
+    }
+
+    /// Ends the line.
+    func finish() {
+        if shown { printError("") }
+        shown = false
+    }
+}
+
+func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}

@@ -1,0 +1,116 @@
+import Foundation
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `serve --transcript F` and `nextpage replay` (SPEC §8): a recorded
+/// session replays clean, a changed expectation is reported with the place
+/// that differs, `--update` rewrites it, and secrets never reach the file.
+final class TranscriptTests: EndToEndTestCase {
+    private func records(_ path: String) throws -> [JSONValue] {
+        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { try JSONValue.parse(String($0)) }
+    }
+
+    func testARecordedSessionReplaysAndADifferenceIsReportedAndUpdated() throws {
+        let directory = try temporaryDirectory()
+        let server = try startServer(arguments: ["--transcript", "session.transcript.jsonl", "--log-level", "warning"], in: directory)
+        try server.request("1", "loadNext", #"{"collection": "demo"}"#)
+        _ = try server.reply("1")
+        try server.sendRaw("this is not JSON\n")
+        _ = try server.nextMessage()
+        try server.request("2", "loadAll", #"{"collection": "demo", "maxPages": 2, "progressToken": "t"}"#)
+        _ = try server.reply("2")
+        _ = server.takeAll { _ in true }
+        try server.request("3", "define", #"{"name": "api", "source": {"type": "http", "url": "https://user:hunter22@api.example.com/x?api_key=sekrit-key-1&per_page=5", "headers": {"Authorization": "Bearer tok-123456789", "Accept": "application/json"}, "query": {"client_secret": "shh-0987654321"}}, "paging": {"strategy": "link"}}"#)
+        _ = try server.reply("3")
+        try server.finish()
+
+        let path = directory + "/session.transcript.jsonl"
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        for secret in ["hunter22", "sekrit-key-1", "tok-123456789", "shh-0987654321"] {
+            XCTAssertFalse(text.contains(secret), "\(secret) leaked into the transcript")
+        }
+        let lines = try records(path)
+        XCTAssertEqual(lines.first, J(#"{"args":["--log-level","warning"]}"#), "the arguments, without --transcript")
+        XCTAssertEqual(lines[1], J(#"{"framing":"ndjson"}"#))
+        XCTAssertEqual(lines.last, J(#"{"exitStatus":0}"#))
+        XCTAssert(lines.contains(J(#"{"dir":"in","text":"this is not JSON"}"#)))
+        let define = try XCTUnwrap(lines.first { $0["msg"]?["method"] == .string("define") })
+        try expectMatch(define, #"{"dir":"in","msg":{"jsonrpc":"2.0","id":3,"method":"define","params":{"name":"api","source":{"type":"http","url":"https://[redacted]@api.example.com/x?api_key=[redacted]&per_page=5","headers":{"Authorization":"[redacted]","Accept":"application/json"},"query":{"client_secret":"[redacted]"}},"paging":{"strategy":"link"}}}}"#)
+        XCTAssertEqual(lines.filter { $0["dir"] == .string("out") && $0["msg"]?["method"] == .string("page") }.count, 2)
+
+        let clean = try runNextpage(["replay", "session.transcript.jsonl"], in: directory)
+        XCTAssertEqual(clean.status, 0, clean.stdout + clean.stderr)
+        XCTAssertEqual(clean.lines.last, "replay: 1 passed, 0 failed")
+
+        // Change what the server is expected to say: the replay names the line and the place.
+        let changed = text.replacingOccurrences(of: #"{"collection":"demo","pages":2,"count":50"#, with: #"{"collection":"demo","pages":2,"count":51"#)
+        XCTAssertNotEqual(changed, text)
+        try writeFile(path, changed)
+        let lineNumber = changed.split(separator: "\n").firstIndex { $0.contains(#""count":51"#) }! + 1
+        let failed = try runNextpage(["replay", "session.transcript.jsonl"], in: directory)
+        XCTAssertEqual(failed.status, 1)
+        XCTAssert(failed.stdout.contains("FAIL session.transcript.jsonl"), failed.stdout)
+        XCTAssert(failed.stdout.contains("line \(lineNumber): reply to id 2 differs:"), failed.stdout)
+        XCTAssert(failed.stdout.contains("/result/count: expected 51, got 50"), failed.stdout)
+
+        let updated = try runNextpage(["replay", "--update", "session.transcript.jsonl"], in: directory)
+        XCTAssertEqual(updated.status, 0, updated.stdout)
+        XCTAssertEqual(try records(path), lines, "--update restores what the server sends")
+        XCTAssertEqual(try runNextpage(["replay", "session.transcript.jsonl"], in: directory).status, 0)
+    }
+
+    func testAnLSPSessionIsRecordedWithItsFramingAndReplays() throws {
+        let directory = try temporaryDirectory()
+        let server = try startServer(arguments: ["--transcript", "lsp.transcript.jsonl"], framing: .lsp, in: directory)
+        try server.request("1", "initialize", #"{"processId": null, "capabilities": {}}"#)
+        _ = try server.reply("1")
+        try server.send(#"[{"jsonrpc":"2.0","id":2,"method":"loadNext","params":{"collection":"demo"}},{"jsonrpc":"2.0","id":3,"method":"status","params":{"collection":"demo"}}]"#)
+        _ = try server.nextBatch()
+        try server.request("4", "shutdown")
+        _ = try server.reply("4")
+        try server.notify("exit")
+        XCTAssertEqual(try server.waitForExit(), 0)
+        try server.finish()
+        let lines = try records(directory + "/lsp.transcript.jsonl")
+        XCTAssertEqual(lines[1], J(#"{"framing":"lsp"}"#))
+        let replay = try runNextpage(["replay", "lsp.transcript.jsonl"], in: directory)
+        XCTAssertEqual(replay.status, 0, replay.stdout)
+    }
+
+    func testReplayReportsMissingAndUnexpectedMessagesAndTheExitStatus() throws {
+        let directory = try temporaryDirectory()
+        try writeFile(directory + "/t.transcript.jsonl", """
+            {"comment": "status is answered but no out record expects it; reply 9 never comes; exit without shutdown ends with 1"}
+            {"dir":"in","msg":{"jsonrpc":"2.0","id":1,"method":"status","params":{"collection":"demo"}}}
+            {"dir":"in","msg":{"jsonrpc":"2.0","method":"exit"}}
+            {"dir":"out","msg":{"jsonrpc":"2.0","id":9,"result":null}}
+
+            """)
+        let result = try runNextpage(["replay", "t.transcript.jsonl"], in: directory)
+        XCTAssertEqual(result.status, 1)
+        XCTAssertEqual(result.lines.first, "FAIL t.transcript.jsonl")
+        XCTAssertEqual(result.lines[1], #"  line 4: no reply to id 9 arrived (expected {"jsonrpc":"2.0","id":9,"result":null})"#)
+        // The reply may come before or after the exit notification was sent (after line 2 or 3).
+        XCTAssert(result.lines[2].hasPrefix("  unexpected reply to id 1 (after line "), result.stdout)
+        XCTAssert(result.lines[2].hasSuffix(#"): {"jsonrpc":"2.0","id":1,"result":{"collection":"demo","hasNext":true,"isLoading":false,"lastId":null,"count":0,"pages":0,"lastError":null}}"#), result.stdout)
+        XCTAssertEqual(result.lines[3], "  the server exited with status 1, expected 0")
+        XCTAssertEqual(result.lines.last, "replay: 0 passed, 1 failed")
+
+        try writeFile(directory + "/broken.transcript.jsonl", "{\"dir\": \"sideways\", \"msg\": 1}\n")
+        let broken = try runNextpage(["replay", "broken.transcript.jsonl", "t.transcript.jsonl"], in: directory)
+        XCTAssertEqual(broken.status, 1)
+        XCTAssert(broken.stdout.contains("FAIL broken.transcript.jsonl\n  line 1: \"dir\" must be \"in\" or \"out\"\n"), broken.stdout)
+        XCTAssertEqual(broken.lines.last, "replay: 0 passed, 2 failed")
+    }
+
+    func testTheSuiteInTestsTranscriptsReplays() throws {
+        let folder = repositoryRoot + "/Tests/Transcripts"
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".transcript.jsonl") }.sorted()
+        XCTAssertGreaterThanOrEqual(names.count, 10)
+        let result = try runNextpage(["replay"] + names, in: folder)
+        XCTAssertEqual(result.status, 0, result.stdout)
+        XCTAssertEqual(result.lines.last, "replay: \(names.count) passed, 0 failed")
+    }
+}
