@@ -206,6 +206,94 @@ def cmd_coldstart(args):
     return 0
 
 
+
+# ---------------------------------------------------------------------- prefetch
+
+def cmd_prefetch(args):
+    """An http source that answers each page after `delay` seconds, and a
+    client that waits `think` seconds between loadNext calls: the median time
+    from a call to its reply, with prefetch on and off."""
+    import http.server
+    import socketserver
+    import tempfile
+    import threading
+
+    pages, delay = args.pages, args.delay
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            from urllib.parse import urlparse, parse_qs
+            cursor = parse_qs(urlparse(self.path).query).get("cursor", ["1"])[0]
+            try:
+                page = int(cursor)
+            except ValueError:
+                page = 1
+            time.sleep(delay)
+            items = [{"id": (page - 1) * 20 + i + 1, "name": "item %d" % i} for i in range(20)]
+            body = json.dumps({"items": items, "next_cursor": str(page + 1) if page < pages else None}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        daemon_threads = True
+
+    server = Server(("127.0.0.1", 0), Handler)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def session(prefetch):
+        with tempfile.TemporaryDirectory() as tmp:
+            config = {"collections": {"api": {
+                "source": {"type": "http", "url": "http://127.0.0.1:%d/items" % port, "timeout": 10},
+                "paging": {"strategy": "cursor", "next": "/next_cursor"}, "prefetch": prefetch}}}
+            path = os.path.join(tmp, "config.json")
+            with open(path, "w") as f:
+                json.dump(config, f)
+            proc = subprocess.Popen(args.cmd + ["--config", path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL)
+            latencies = []
+            try:
+                for k in range(1, pages + 1):
+                    request = {"jsonrpc": "2.0", "id": k, "method": "loadNext", "params": {"collection": "api"}}
+                    t0 = time.perf_counter()
+                    proc.stdin.write((json.dumps(request) + "\n").encode())
+                    proc.stdin.flush()
+                    line = proc.stdout.readline()
+                    latencies.append(time.perf_counter() - t0)
+                    reply = json.loads(line)
+                    items = reply["result"]["items"]
+                    if [i["id"] for i in items] != list(range((k - 1) * 20 + 1, k * 20 + 1)):
+                        raise RuntimeError("page %d: wrong items" % k)
+                    time.sleep(args.think)
+            finally:
+                proc.stdin.close()
+                proc.wait(timeout=30)
+            # The first page cannot have been fetched ahead.
+            return [t * 1000.0 for t in latencies[1:]]
+
+    result = {"failures": []}
+    for prefetch in (1, 0):
+        try:
+            ms = session(prefetch)
+            result["prefetch%d" % prefetch] = ms
+            print("  prefetch %d: median loadNext reply %.2f ms (min %.2f, max %.2f, %d calls; upstream %d ms, client %d ms between calls)" % (
+                prefetch, statistics.median(ms), min(ms), max(ms), len(ms), delay * 1000, args.think * 1000))
+        except Exception as e:  # noqa: BLE001 - reported as a failure line
+            result["failures"].append("prefetch %d: %s" % (prefetch, e))
+    server.shutdown()
+    with open(args.result, "w") as f:
+        json.dump(result, f)
+    if result["failures"]:
+        print("FAIL: prefetch latency: %s" % "; ".join(result["failures"]))
+        return 1
+    return 0
+
 # ------------------------------------------------------------------------- check
 
 def canonical(items):
@@ -369,6 +457,7 @@ def cmd_report(args):
     targets = {"small": 0.30, "large": 0.25}
     mem_target = 0.20
     cold_target_ms = 15.0
+    prefetch_target_ms = 5.0
     rows = []
     checks = []
 
@@ -422,8 +511,13 @@ def cmd_report(args):
     print()
     print("cold start (spawn -> first reply line, median of %s): nextpage %s ms | naive %s ms" % (
         args.cold_runs, fmt(cold["nextpage"], ".2f"), fmt(cold["naive"], ".2f")))
-    print("prefetch-latency: n/a (needs the http source)")
     checks.append(("cold start <= %.0f ms" % cold_target_ms, cold["nextpage"], cold_target_ms, ".2f"))
+    pre = load(args.outdir, "prefetch.nextpage.json")
+    on = statistics.median(pre["prefetch1"]) if pre and pre.get("prefetch1") else None
+    off = statistics.median(pre["prefetch0"]) if pre and pre.get("prefetch0") else None
+    print("prefetch latency (http source answering in 50 ms, client waiting 50 ms between calls; median reply):"
+          " prefetch on %s ms | off %s ms" % (fmt(on, ".2f"), fmt(off, ".2f")))
+    checks.append(("prefetch loadNext <= %.0f ms" % prefetch_target_ms, on, prefetch_target_ms, ".2f"))
 
     print()
     print("Targets (informative; nextpage / naive ratios, lower is better):")
@@ -462,6 +556,14 @@ def main():
     p.add_argument("--timeout", type=float, default=30.0)
     p.add_argument("cmd", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_coldstart)
+
+    p = sub.add_parser("prefetch")
+    p.add_argument("--result", required=True)
+    p.add_argument("--pages", type=int, default=40)
+    p.add_argument("--delay", type=float, default=0.05)
+    p.add_argument("--think", type=float, default=0.05)
+    p.add_argument("cmd", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_prefetch)
 
     p = sub.add_parser("check")
     p.add_argument("--data", required=True)
