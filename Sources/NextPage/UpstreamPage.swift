@@ -217,28 +217,59 @@ public struct PageCheck: Sendable {
     let headers: [(name: String, value: String)]
     let paging: Paging
 
+    /// Items are checked in runs of about this many bytes, each parsed as an
+    /// array of its own: a run's tree is built and released while it is
+    /// still in the cache, where a large page's whole tree would not be.
+    static let runBytes = 64 << 10
+
     /// Runs the check; returns the items' ids when they are wanted (else `[]`).
+    ///
+    /// The item array is valid JSON exactly when every run of its items,
+    /// wrapped in brackets, parses as an array of that many items: items
+    /// are whole values separated at the array's own commas.
     public func run() throws -> [Cursor?] {
-        let outcome: Result<[Cursor?], LoadError>? = JSON.withArena {
-            guard let array = try? items.array.withUnsafeBytes({ try JSON.parse($0) }),
-                  array.kind == .array, array.count == items.count else { return nil }
-            guard let idPointer else { return .success([]) }
-            var ids: [Cursor?] = []
-            ids.reserveCapacity(items.count)
-            for index in 0..<array.count {
+        var ids: [Cursor?] = []
+        if idPointer != nil { ids.reserveCapacity(items.count) }
+        // An id of the wrong kind is reported once every run is known to be
+        // JSON, as when the page is parsed whole.
+        var idFailure: LoadError?
+        var run: [UInt8] = []
+        var first = 0
+        while first < items.count {
+            let start = items.span(first).lowerBound
+            var end = first + 1
+            while end < items.count && items.span(end).upperBound - start <= Self.runBytes { end += 1 }
+            run.removeAll(keepingCapacity: true)
+            run.append(UInt8(ascii: "["))
+            run.append(contentsOf: items.array[start..<items.span(end - 1).upperBound])
+            run.append(UInt8(ascii: "]"))
+            guard check(run, count: end - first, ids: &ids, idFailure: &idFailure) else {
+                // Not JSON: parse the page as sent, so the error names the place in it.
+                _ = try UpstreamPage.decodeWhole(body, headers: headers, paging: paging, wantsIds: idPointer != nil)
+                throw LoadError.undecodable(PageDecodingFailure(
+                    pointer: paging.items, message: "the items at '\(paging.items)' are not JSON"))
+            }
+            first = end
+        }
+        if let idFailure { throw idFailure }
+        return ids
+    }
+
+    /// Parses one run of `count` items; returns false when it is not JSON.
+    /// Reads their ids while no id has failed yet.
+    private func check(_ run: [UInt8], count: Int, ids: inout [Cursor?], idFailure: inout LoadError?) -> Bool {
+        JSON.withArena {
+            guard let array = try? JSON.parse(run), array.kind == .array, array.count == count else { return false }
+            guard let idPointer, idFailure == nil else { return true }
+            for index in 0..<count {
                 do {
                     ids.append(try UpstreamPage.readCursor(array[index]?.pointer(idPointer), at: idPointer, required: false))
-                } catch let error as LoadError {
-                    return .failure(error)
                 } catch {
-                    return .failure(.undecodable(PageDecodingFailure(message: "\(error)")))
+                    idFailure = (error as? LoadError) ?? .undecodable(PageDecodingFailure(message: "\(error)"))
+                    break
                 }
             }
-            return .success(ids)
+            return true
         }
-        if let outcome { return try outcome.get() }
-        // Not JSON: parse the page as sent, so the error names the place in it.
-        _ = try UpstreamPage.decodeWhole(body, headers: headers, paging: paging, wantsIds: idPointer != nil)
-        throw LoadError.undecodable(PageDecodingFailure(pointer: paging.items, message: "the items at '\(paging.items)' are not JSON"))
     }
 }

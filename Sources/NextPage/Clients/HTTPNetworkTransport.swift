@@ -9,42 +9,56 @@ import NIOHTTP1
 /// The AsyncHTTPClient is created on first use and configured to follow up
 /// to `maxRedirects` redirects and to decompress gzip and deflate bodies
 /// (it sends `Accept-Encoding: deflate, gzip` unless a request sets its own).
-/// `shutdown()` closes it when the server stops; a later request creates a
-/// new one.
+/// `shutdown()` closes it when the server stops; requests made after that
+/// (a page still being fetched ahead, say) fail at once.
 public final class HTTPNetworkTransport: HTTPTransport {
     /// The transport of the process.
     public static let shared = HTTPNetworkTransport()
     /// Redirects followed per request (default 5).
     public static let maxRedirects = 5
 
-    private let client = NIOLockedValueBox<HTTPClient?>(nil)
+    private enum State {
+        case idle
+        case running(HTTPClient)
+        case shutDown
+    }
+
+    private let state = NIOLockedValueBox<State>(.idle)
 
     public init() {}
 
-    private var httpClient: HTTPClient {
-        client.withLockedValue { current in
-            if let current { return current }
+    /// The AsyncHTTPClient, created on first use; `nil` once shut down.
+    private var httpClient: HTTPClient? {
+        state.withLockedValue { state in
+            switch state {
+            case .running(let current): return current
+            case .shutDown: return nil
+            case .idle: break
+            }
             var configuration = HTTPClient.Configuration()
             configuration.redirectConfiguration = .follow(max: Self.maxRedirects, allowCycles: false)
             // Bodies are bounded by `maxBodyBytes` as they are read, decompressed.
             configuration.decompression = .enabled(limit: .none)
             let created = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-            current = created
+            state = .running(created)
             return created
         }
     }
 
-    /// Whether the AsyncHTTPClient has been created (and not shut down since).
-    public var isRunning: Bool { client.withLockedValue { $0 != nil } }
+    /// Whether the AsyncHTTPClient has been created and not shut down.
+    public var isRunning: Bool {
+        state.withLockedValue { if case .running = $0 { return true } else { return false } }
+    }
 
     /// Shuts the AsyncHTTPClient down, if it was created; requests still in
-    /// flight fail.
+    /// flight fail, and so do later ones.
     public func shutdown() async {
-        guard let running = client.withLockedValue({ current -> HTTPClient? in
-            defer { current = nil }
-            return current
-        }) else { return }
-        try? await running.shutdown()
+        let running = state.withLockedValue { state -> HTTPClient? in
+            defer { state = .shutDown }
+            if case .running(let current) = state { return current }
+            return nil
+        }
+        try? await running?.shutdown()
     }
 
     /// Sends the request; the whole attempt (connection, answer and body)
@@ -56,7 +70,7 @@ public final class HTTPNetworkTransport: HTTPTransport {
         for header in request.headers { outgoing.headers.add(name: header.name, value: header.value) }
         if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
         let nanoseconds = UInt64(min(max(timeout, 0), 86_400) * 1e9)
-        let client = httpClient
+        guard let client = httpClient else { throw .connection("the HTTP client has been shut down") }
         let prepared = outgoing
         do {
             return try await withThrowingTaskGroup(of: HTTPExchangeResponse?.self) { group in
