@@ -285,7 +285,11 @@ private struct Scanner {
                     n += 1
                     level -= 1
                     if level <= 0 {
-                        if level == 0 { result = i + 1 }
+                        // The value must close as it opened: `[` with `]`, `{` with `}`.
+                        // (Inside, a checker parses the value and sees any mismatch.)
+                        if level == 0 && byte == (base[start] == Byte.openBracket ? Byte.closeBracket : Byte.closeBrace) {
+                            result = i + 1
+                        }
                         break scan
                     }
                 case Byte.comma:

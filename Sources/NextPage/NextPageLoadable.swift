@@ -1,4 +1,5 @@
 import Jansson
+import Synchronization
 
 /// What `performLoad` hands back: one page and what comes after it.
 public struct LoadedPage: Sendable {
@@ -103,24 +104,36 @@ public struct ReadAhead: Sendable, Equatable {
     public static let none = ReadAhead()
 }
 
-/// The bookkeeping behind "one fetch at a time": the queue of waiting calls,
-/// the fetches started for the next pages, and an epoch that `reset` moves
-/// on so that nothing started before it can land after it. Owned by the
-/// conforming actor and touched only by the `NextPageLoadable` extension.
+/// The bookkeeping behind "one fetch at a time": the calls in line, the
+/// call being served, and the fetches started for the next pages. Owned by
+/// the conforming actor and touched only by the `NextPageLoadable` extension.
 public struct LoadQueue: Sendable {
-    fileprivate struct Waiter {
-        let id: Int
-        var continuation: CheckedContinuation<Void, any Error>?
-        var granted = false
+    /// One call in line, from `enqueueLoadNext` until its result is taken.
+    fileprivate struct Call {
+        let cancelled: CancelFlag
+        /// The caller waiting for the result.
+        var continuation: CheckedContinuation<PageResult, any Error>?
+        /// The result, when it came before the caller started waiting.
+        var result: Result<PageResult, any Error>?
     }
 
-    fileprivate var epoch = 0
-    /// Waiting calls by id; `order` holds their ids first come, first served
-    /// (ids of calls that gave up are skipped when reached).
-    fileprivate var waiters: [Int: Waiter] = [:]
+    fileprivate var calls: [Int: Call] = [:]
+    /// Ids of the calls not served yet, first come, first served (ids of
+    /// calls that gave up are skipped when reached).
     fileprivate var order: [Int] = []
     fileprivate var orderHead = 0
-    fileprivate var nextWaiterId = 0
+    /// Calls in `order` that are still waiting.
+    fileprivate var waiting = 0
+    fileprivate var nextCallId = 0
+
+    /// The call whose page is being fetched, and what that page is.
+    fileprivate struct Serving {
+        let call: Int
+        let cursor: Cursor?
+        let isFirstPage: Bool
+    }
+
+    fileprivate var serving: Serving?
 
     /// What is known of a fetched page before its checks have run.
     fileprivate struct Head {
@@ -138,10 +151,8 @@ public struct LoadQueue: Sendable {
         let loadedBefore: Int
         var task: Task<Void, Never>?
         var head: Head?
-        /// The outcome, when it came before a call asked for it.
+        /// The outcome, when it came before a call was served with it.
         var outcome: Result<LoadedPage, any Error>?
-        /// The call waiting for it.
-        var consumer: CheckedContinuation<Result<LoadedPage, any Error>, Never>?
     }
 
     /// Fetches of consecutive pages: the first is for the collection's
@@ -153,15 +164,25 @@ public struct LoadQueue: Sendable {
     fileprivate var received = 0
     /// Calls that will ask for page after page (`loadAll`): demand beyond the waiters.
     fileprivate var streaming = 0
+    /// Whether the last call served ended with a page that landed.
+    fileprivate var lastCallLanded = false
 
     public init() {}
+}
+
+/// Set, from any thread, when the caller of a call gives up.
+final class CancelFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    func set() { value.store(true, ordering: .relaxed) }
+    var isSet: Bool { value.load(ordering: .relaxed) }
 }
 
 /// A place in line for one `loadNext`, taken in arrival order by
 /// `enqueueLoadNext` and redeemed by `loadNext(_:)`.
 public struct LoadTicket: Sendable {
-    fileprivate let epoch: Int
-    fileprivate let waiter: Int?
+    fileprivate let call: Int?
+    fileprivate let cancelled: CancelFlag?
     fileprivate let skipped: PageResult?
 }
 
@@ -171,6 +192,11 @@ public struct LoadTicket: Sendable {
 /// state machine (`loadNext`, `load`, `reset`, failure handling, queueing,
 /// reading ahead, cancellation, loop guards) is written once, in this
 /// protocol's extension.
+///
+/// The collection serves its calls itself, one at a time and in the order
+/// they were enqueued: a call waits only for its result. When a fetch ends,
+/// its page lands and goes to the call it was fetched for, and the next
+/// call is served at once, with a page fetched ahead when there is one.
 public protocol NextPageLoadable: Actor {
     /// `hasNext`, `isLoading`, `lastId` and counters.
     var nextPageState: NextPageState { get set }
@@ -208,8 +234,8 @@ extension NextPageLoadable {
 
     /// Loads the page after the last one loaded (the first page when fresh).
     ///
-    /// Calls made while a fetch is in flight wait their turn and each get the
-    /// following page, or, with `.skip`, return at once with `skipped`.
+    /// Calls made while another is being served wait their turn and each get
+    /// the following page, or, with `.skip`, return at once with `skipped`.
     public func loadNext(ifLoading: IfLoading = .queue) async throws -> PageResult {
         try await loadNext(enqueueLoadNext(ifLoading: ifLoading))
     }
@@ -218,95 +244,47 @@ extension NextPageLoadable {
     /// order in which requests arrived take tickets in that order, then
     /// redeem each with `loadNext(_:)` (every ticket must be redeemed).
     public func enqueueLoadNext(ifLoading: IfLoading = .queue) -> LoadTicket {
-        guard nextPageState.isLoading else {
-            nextPageState.isLoading = true
-            return LoadTicket(epoch: loadQueue.epoch, waiter: nil, skipped: nil)
-        }
-        if ifLoading == .skip {
+        if ifLoading == .skip && nextPageState.isLoading {
             let skipped = PageResult(items: PageItems(), page: nextPageState.pages, state: nextPageState, skipped: true, landed: false)
-            return LoadTicket(epoch: loadQueue.epoch, waiter: nil, skipped: skipped)
+            return LoadTicket(call: nil, cancelled: nil, skipped: skipped)
         }
-        let id = loadQueue.nextWaiterId
-        loadQueue.nextWaiterId += 1
-        loadQueue.waiters[id] = LoadQueue.Waiter(id: id)
+        let id = loadQueue.nextCallId
+        loadQueue.nextCallId += 1
+        let flag = CancelFlag()
+        loadQueue.calls[id] = LoadQueue.Call(cancelled: flag)
         loadQueue.order.append(id)
-        // One more call wants a page: maybe fetch it now.
-        readAheadIfWanted()
-        return LoadTicket(epoch: loadQueue.epoch, waiter: id, skipped: nil)
+        loadQueue.waiting += 1
+        nextPageState.isLoading = true
+        serve()
+        return LoadTicket(call: id, cancelled: flag, skipped: nil)
     }
 
-    /// Waits for the ticket's turn, then loads the next page.
+    /// Waits for the ticket's page. Throws `LoadError.cancelled` when the
+    /// caller gives up first or the collection is reset meanwhile.
     public func loadNext(_ ticket: LoadTicket) async throws -> PageResult {
         if let skipped = ticket.skipped { return skipped }
-        guard ticket.epoch == loadQueue.epoch else { throw LoadError.cancelled }
-        // Waiting takes little memory per call: the loading itself runs in
-        // its own function, whose larger frame exists only once it is this
-        // call's turn (thousands of calls may be waiting).
-        if let waiter = ticket.waiter { try await waitForTurn(waiter) }
-        return try await loadTurn(epoch: ticket.epoch)
-    }
-
-    /// Loads the next page for the call whose turn it is.
-    private func loadTurn(epoch: Int) async throws -> PageResult {
-        guard epoch == loadQueue.epoch else { throw LoadError.cancelled }
-        if Task.isCancelled {
-            passTurn()
-            throw LoadError.cancelled
-        }
-
-        guard nextPageState.hasNext else {
-            passTurn()
-            return PageResult(items: PageItems(), page: nextPageState.pages, state: nextPageState, landed: false)
-        }
-        let isFirstPage = nextPageState.pages == 0 && nextPageState.lastId == nil
-        let cursor = isFirstPage ? firstCursor() : nextPageState.lastId
-        // The page may have been fetched ahead already; otherwise fetch it now.
-        let fetchedAhead = loadQueue.fetches.first.map { $0.cursor == cursor && $0.isFirstPage == isFirstPage } ?? false
-        if !fetchedAhead {
-            cancelFetches()
-            startFetch(cursor: cursor, isFirstPage: isFirstPage, loadedBefore: loadQueue.received)
-        }
-        let fetchId = loadQueue.fetches[0].id
-        let outcome = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<LoadedPage, any Error>, Never>) in
-                if let outcome = loadQueue.fetches[0].outcome {
-                    loadQueue.fetches.removeFirst()
-                    continuation.resume(returning: outcome)
-                } else {
-                    loadQueue.fetches[0].consumer = continuation
+        guard let id = ticket.call, let flag = ticket.cancelled else { throw LoadError.cancelled }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PageResult, any Error>) in
+                guard let call = loadQueue.calls[id] else {
+                    // Reset (or `load`) ended it before its caller got here.
+                    continuation.resume(throwing: LoadError.cancelled)
+                    return
+                }
+                if let result = call.result {
+                    loadQueue.calls[id] = nil
+                    continuation.resume(with: result)
+                    return
+                }
+                loadQueue.calls[id]?.continuation = continuation
+                if Task.isCancelled {
+                    flag.set()
+                    callGaveUp(id)
                 }
             }
         } onCancel: {
-            Task { await self.abandonFetch(fetchId) }
-        }
-        // A reset while the fetch was in flight already freed the turn; this page never lands.
-        guard epoch == loadQueue.epoch else { throw LoadError.cancelled }
-
-        switch outcome {
-        case .failure(let error):
-            // Pages fetched after this one followed a cursor that never landed.
-            cancelFetches()
-            let failure = (error as? LoadError) ?? .upstream(UpstreamFailure(retryable: false, message: "\(error)"))
-            if failure == .cancelled {
-                passTurn()
-                throw LoadError.cancelled
-            }
-            if isFirstPage {
-                // The seeds' fail handler: a failed first page leaves a fresh collection.
-                nextPageState.reset()
-                nextPageState.isLoading = true
-            }
-            nextPageState.lastError = failure.message
-            passTurn()
-            throw failure
-        case .success(let page):
-            // A caller that gave up never receives the page, so it must not land either.
-            if Task.isCancelled {
-                cancelFetches()
-                passTurn()
-                throw LoadError.cancelled
-            }
-            return try land(page, fetchedWith: cursor)
+            flag.set()
+            Task { await self.callGaveUp(id) }
         }
     }
 
@@ -327,17 +305,20 @@ extension NextPageLoadable {
     }
 
     /// Back to a fresh collection. Fetches in flight are cancelled and every
-    /// waiting call ends with `LoadError.cancelled`; nothing they loaded lands.
+    /// call in line ends with `LoadError.cancelled`; nothing they loaded lands.
     public func reset() {
-        loadQueue.epoch += 1
         cancelFetches()
         loadQueue.emptyStreak = 0
         loadQueue.received = 0
-        let waiters = loadQueue.order[loadQueue.orderHead...].compactMap { loadQueue.waiters[$0] }
-        loadQueue.waiters = [:]
+        loadQueue.lastCallLanded = false
+        // An answer its caller has not taken yet ends too: that reply was not sent.
+        let calls = loadQueue.calls
+        loadQueue.calls = [:]
         loadQueue.order = []
         loadQueue.orderHead = 0
-        for waiter in waiters { waiter.continuation?.resume(throwing: LoadError.cancelled) }
+        loadQueue.waiting = 0
+        loadQueue.serving = nil
+        for (_, call) in calls { call.continuation?.resume(throwing: LoadError.cancelled) }
         nextPageState.reset()
         didReset()
     }
@@ -349,6 +330,121 @@ extension NextPageLoadable {
         readAheadIfWanted()
     }
 
+    // MARK: Serving calls
+
+    /// Serves the calls in line while their pages are at hand: a call whose
+    /// collection has no next page is answered at once, a page fetched ahead
+    /// lands at once, and otherwise a fetch is started (or awaited) and
+    /// `finishFetch` carries on.
+    private func serve() {
+        while loadQueue.serving == nil, let id = nextWaitingCall() {
+            if loadQueue.calls[id]?.cancelled.isSet ?? true {
+                deliver(id, .failure(LoadError.cancelled))
+                continue
+            }
+            guard nextPageState.hasNext else {
+                deliver(id, .success(PageResult(items: PageItems(), page: nextPageState.pages, state: nextPageState, landed: false)))
+                continue
+            }
+            let isFirstPage = nextPageState.pages == 0 && nextPageState.lastId == nil
+            let cursor = isFirstPage ? firstCursor() : nextPageState.lastId
+            loadQueue.serving = LoadQueue.Serving(call: id, cursor: cursor, isFirstPage: isFirstPage)
+            // The page may have been fetched ahead already; otherwise fetch it now.
+            let fetchedAhead = loadQueue.fetches.first.map { $0.cursor == cursor && $0.isFirstPage == isFirstPage } ?? false
+            if !fetchedAhead {
+                cancelFetches()
+                startFetch(cursor: cursor, isFirstPage: isFirstPage, loadedBefore: loadQueue.received)
+            }
+            guard let outcome = loadQueue.fetches[0].outcome else { break }
+            loadQueue.fetches.removeFirst()
+            finishServing(with: outcome)
+        }
+        nextPageState.isLoading = loadQueue.serving != nil || loadQueue.waiting > 0
+        readAheadIfWanted()
+    }
+
+    /// The next call in line that is still waiting, taken out of the line.
+    private func nextWaitingCall() -> Int? {
+        while loadQueue.orderHead < loadQueue.order.count {
+            let id = loadQueue.order[loadQueue.orderHead]
+            loadQueue.orderHead += 1
+            if loadQueue.orderHead > 1024 && loadQueue.orderHead * 2 > loadQueue.order.count {
+                loadQueue.order.removeFirst(loadQueue.orderHead)
+                loadQueue.orderHead = 0
+            }
+            guard loadQueue.calls[id] != nil else { continue }
+            loadQueue.waiting -= 1
+            return id
+        }
+        return nil
+    }
+
+    /// The served call's fetch ended: its page lands and goes to the call,
+    /// or the failure does.
+    private func finishServing(with outcome: Result<LoadedPage, any Error>) {
+        guard let serving = loadQueue.serving else { return }
+        loadQueue.serving = nil
+        loadQueue.lastCallLanded = false
+        let id = serving.call
+        switch outcome {
+        case .failure(let error):
+            // Pages fetched after this one followed a cursor that never landed.
+            cancelFetches()
+            let failure = (error as? LoadError) ?? .upstream(UpstreamFailure(retryable: false, message: "\(error)"))
+            if failure != .cancelled {
+                if serving.isFirstPage {
+                    // The seeds' fail handler: a failed first page leaves a fresh collection.
+                    nextPageState.reset()
+                }
+                nextPageState.lastError = failure.message
+            }
+            deliver(id, .failure(failure))
+        case .success(let page):
+            // A caller that gave up never receives the page, so it must not land either.
+            if loadQueue.calls[id]?.cancelled.isSet ?? true {
+                cancelFetches()
+                deliver(id, .failure(LoadError.cancelled))
+                return
+            }
+            do {
+                let result = try land(page, fetchedWith: serving.cursor)
+                loadQueue.lastCallLanded = true
+                deliver(id, .success(result))
+            } catch {
+                deliver(id, .failure(error))
+            }
+        }
+    }
+
+    /// Hands a result to its call: to the caller waiting, or kept until it asks.
+    private func deliver(_ id: Int, _ result: Result<PageResult, any Error>) {
+        guard let call = loadQueue.calls[id] else { return }
+        if let continuation = call.continuation {
+            loadQueue.calls[id] = nil
+            continuation.resume(with: result)
+        } else {
+            loadQueue.calls[id]?.result = result
+        }
+    }
+
+    /// The caller of call `id` gave up: a waiting call leaves the line; the
+    /// call being served drops its fetch (and those after it) and ends.
+    private func callGaveUp(_ id: Int) {
+        guard let call = loadQueue.calls[id], call.result == nil else { return }
+        if loadQueue.serving?.call == id {
+            loadQueue.serving = nil
+            loadQueue.lastCallLanded = false
+            cancelFetches()
+            deliver(id, .failure(LoadError.cancelled))
+            serve()
+        } else {
+            loadQueue.calls[id] = nil
+            loadQueue.waiting -= 1
+            call.continuation?.resume(throwing: LoadError.cancelled)
+            nextPageState.isLoading = loadQueue.serving != nil || loadQueue.waiting > 0
+        }
+    }
+
     private func land(_ page: LoadedPage, fetchedWith cursor: Cursor?) throws -> PageResult {
         var hasNext = page.hasNext
         var stopReason: String?
@@ -358,7 +454,6 @@ extension NextPageLoadable {
                 cancelFetches()
                 nextPageState.hasNext = false
                 nextPageState.lastError = stopReason
-                passTurn()
                 throw LoadError.undecodable(PageDecodingFailure(message: stopReason!))
             }
             hasNext = false
@@ -376,14 +471,14 @@ extension NextPageLoadable {
         let delivered = didLoad(page)
         nextPageState.update(hasNext: hasNext, lastId: hasNext ? page.next : nil, added: delivered.count)
         nextPageState.lastError = stopReason
-        let number = nextPageState.pages
         // Pages fetched ahead must continue from where this one left off.
         if let first = loadQueue.fetches.first, !(hasNext && first.cursor == nextPageState.lastId && !first.isFirstPage) {
             cancelFetches()
         }
-        readAheadIfWanted()
-        passTurn()
-        return PageResult(items: delivered, page: number, state: nextPageState)
+        // The state a caller sees is that of its own page: others may land before it reads it.
+        var state = nextPageState
+        state.isLoading = loadQueue.waiting > 0
+        return PageResult(items: delivered, page: nextPageState.pages, state: state)
     }
 
     // MARK: Fetching
@@ -429,7 +524,7 @@ extension NextPageLoadable {
         let policy = readAhead
         guard policy.afterDelivery > 0 || policy.whileChecking > 0 else { return }
         var allowed = policy.afterDelivery
-        let demand = loadQueue.waiters.count + loadQueue.streaming
+        let demand = loadQueue.waiting + loadQueue.streaming
         if policy.whileChecking > 0 && demand > 0 {
             allowed = max(allowed, 1 + min(demand, policy.whileChecking))
         }
@@ -449,96 +544,39 @@ extension NextPageLoadable {
             cursor = next
             loadedBefore = last.loadedBefore + head.itemCount
         } else {
-            // Only after a page was delivered, never for a fresh collection.
-            guard nextPageState.pages > 0, nextPageState.hasNext, let lastId = nextPageState.lastId else { return }
+            // Only right after a page landed: never for a fresh collection, nor
+            // after a call failed or gave up (its page is asked for again).
+            guard loadQueue.lastCallLanded, nextPageState.hasNext, let lastId = nextPageState.lastId else { return }
             cursor = lastId
             loadedBefore = loadQueue.received
         }
         startFetch(cursor: cursor, isFirstPage: false, loadedBefore: loadedBefore)
     }
 
-    /// Delivers a fetch's outcome to the call waiting for it, or keeps it
-    /// for the call that will ask; ignored once the fetch was dropped.
+    /// A fetch ended: the call being served gets it and the next calls are
+    /// served; a fetch ahead keeps its outcome; a dropped one is ignored.
     private func finishFetch(_ id: Int, _ result: Result<LoadedPage, any Error>) {
         guard let index = loadQueue.fetches.firstIndex(where: { $0.id == id }) else { return }
-        if let consumer = loadQueue.fetches[index].consumer {
-            loadQueue.fetches.remove(at: index)
-            consumer.resume(returning: result)
+        if index == 0, loadQueue.serving != nil {
+            loadQueue.fetches.removeFirst()
+            finishServing(with: result)
+            serve()
+        } else if case .failure = result, readAhead.whileChecking > 0 {
+            // A source without effects is simply read again when the page is
+            // asked for, rather than answered with a failure from earlier.
+            let dropped = loadQueue.fetches[index...]
+            loadQueue.fetches.removeSubrange(index...)
+            for fetch in dropped { fetch.task?.cancel() }
         } else {
             loadQueue.fetches[index].outcome = result
             loadQueue.fetches[index].task = nil
         }
     }
 
-    /// Cancels every fetch and releases the call waiting for one.
+    /// Cancels every fetch.
     private func cancelFetches() {
         let fetches = loadQueue.fetches
         loadQueue.fetches = []
-        for fetch in fetches {
-            fetch.task?.cancel()
-            fetch.consumer?.resume(returning: .failure(LoadError.cancelled))
-        }
-    }
-
-    /// The caller of a fetch gave up: cancel the fetches and release the caller at once.
-    private func abandonFetch(_ id: Int) {
-        guard let first = loadQueue.fetches.first, first.id == id, first.consumer != nil else { return }
-        cancelFetches()
-    }
-
-    // MARK: Taking turns
-
-    /// Waits until the calls ahead finish; throws `LoadError.cancelled` when
-    /// the caller is cancelled or the collection is reset meanwhile.
-    private func waitForTurn(_ id: Int) async throws {
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                guard let waiter = loadQueue.waiters[id] else {
-                    continuation.resume(throwing: LoadError.cancelled)
-                    return
-                }
-                if waiter.granted {
-                    loadQueue.waiters[id] = nil
-                    continuation.resume()
-                } else if Task.isCancelled {
-                    loadQueue.waiters[id] = nil
-                    continuation.resume(throwing: LoadError.cancelled)
-                } else {
-                    loadQueue.waiters[id]?.continuation = continuation
-                }
-            }
-        } onCancel: {
-            Task { await self.cancelWaiter(id) }
-        }
-    }
-
-    /// Drops a waiting call whose caller gave up. A call already given the
-    /// turn keeps it and passes it on itself.
-    private func cancelWaiter(_ id: Int) {
-        guard let waiter = loadQueue.waiters[id], !waiter.granted else { return }
-        loadQueue.waiters[id] = nil
-        waiter.continuation?.resume(throwing: LoadError.cancelled)
-    }
-
-    /// Hands the turn to the next waiting call, or marks the collection idle.
-    private func passTurn() {
-        while loadQueue.orderHead < loadQueue.order.count {
-            let id = loadQueue.order[loadQueue.orderHead]
-            loadQueue.orderHead += 1
-            if loadQueue.orderHead > 1024 && loadQueue.orderHead * 2 > loadQueue.order.count {
-                loadQueue.order.removeFirst(loadQueue.orderHead)
-                loadQueue.orderHead = 0
-            }
-            guard let waiter = loadQueue.waiters[id] else { continue }
-            if let continuation = waiter.continuation {
-                loadQueue.waiters[id] = nil
-                continuation.resume()
-            } else {
-                // Its caller has not started waiting yet; it finds the turn granted.
-                loadQueue.waiters[id]?.granted = true
-            }
-            return
-        }
-        nextPageState.isLoading = false
+        for fetch in fetches { fetch.task?.cancel() }
     }
 }

@@ -150,9 +150,9 @@ public final class NextPageService: RPCHandler {
         var count = 0
         var ticket = first
         var state = await collection.state
-        // loadAll asks for page after page: let them be read ahead.
+        // loadAll asks for page after page: let them be read ahead, and stop
+        // that as soon as it ends (before a failure or cancellation is answered).
         await collection.streamingDemand(1)
-        defer { Task { await collection.streamingDemand(-1) } }
         func progress(_ kind: String) {
             guard let progressToken else { return }
             context.notify("$/progress", .object([
@@ -166,6 +166,7 @@ public final class NextPageService: RPCHandler {
             do {
                 result = try await collection.loadNext(ticket)
             } catch let error as LoadError {
+                await collection.streamingDemand(-1)
                 await persist(collection)
                 throw Wire.error(error, collection: collection.name)
             }
@@ -182,6 +183,7 @@ public final class NextPageService: RPCHandler {
             if let maxItems, count >= maxItems { break }
             ticket = await collection.enqueueLoadNext(ifLoading: .queue)
         }
+        await collection.streamingDemand(-1)
         progress("end")
         return .object([
             "collection": .string(collection.name),

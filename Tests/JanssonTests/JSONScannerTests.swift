@@ -66,6 +66,12 @@ final class JSONScannerTests: XCTestCase {
         XCTAssertEqual(items(compact(#"{"items": [ "a" , 1 ]}"#, at: "/items")), [#""a""#, "1"])
     }
 
+    func testAnArrayClosedByABraceIsRefused() {
+        // Items are checked one run at a time; the array's own brackets are the scanner's to check.
+        XCTAssertNil(compact(#"{"items": [1, 2}}"#, at: "/items"))
+        XCTAssertNil(compact(#"[1, 2}"#, at: ""))
+    }
+
     func testNotFoundOrNotAnArrayOrUnfinished() {
         XCTAssertNil(compact(#"{"data": []}"#, at: "/items"))
         XCTAssertNil(compact(#"{"items": {}}"#, at: "/items"))

@@ -62,8 +62,8 @@ final class PageDecodingDifferentialTests: XCTestCase {
     }
 
     /// A page with items at `/items` or `/data/nodes`, a cursor, flags, maybe duplicates and noise.
-    private func page(nested: Bool) -> String {
-        let items = "[" + (0..<rng.below(6)).map { _ in space() + item() + space() }.joined(separator: ",") + space() + "]"
+    private func page(nested: Bool, itemCount: Int? = nil) -> String {
+        let items = "[" + (0..<(itemCount ?? rng.below(6))).map { _ in space() + item() + space() }.joined(separator: ",") + space() + "]"
         var members: [String] = []
         let itemsMember = nested ? "\"data\":\(space()){\"nodes\":\(space())\(items)}" : "\"items\":\(space())\(items)"
         members.append(itemsMember)
@@ -118,11 +118,21 @@ final class PageDecodingDifferentialTests: XCTestCase {
     }
 
     func testScannedDecodingAgreesWithWholePageParsing() throws {
+        try compareDecodings(rounds: 6000, minimumScanned: 2500, minimumFailures: 450) { _ in nil }
+    }
+
+    /// Pages whose items span several of the checker's runs.
+    func testLargePagesCheckedInRunsAgreeWithWholePageParsing() throws {
+        try compareDecodings(rounds: 80, minimumScanned: 30, minimumFailures: 8) { [self] _ in 1500 + rng.below(1500) }
+        XCTAssertGreaterThan(PageCheck.runBytes, 0)
+    }
+
+    private func compareDecodings(rounds: Int, minimumScanned: Int, minimumFailures: Int, itemCount: (Int) -> Int?) throws {
         var scanned = 0
         var failures = 0
-        for round in 0..<6000 {
+        for round in 0..<rounds {
             let nested = round % 3 == 0
-            let text = page(nested: nested)
+            let text = page(nested: nested, itemCount: itemCount(round))
             let strategy: Paging.Strategy = rng.pick([.cursor, .lastId, .nextUrl, .page])
             let paging = Paging(
                 strategy: strategy, items: nested ? "/data/nodes" : "/items", next: "/next", id: "/id",
@@ -143,8 +153,8 @@ final class PageDecodingDifferentialTests: XCTestCase {
             if case .failure = whole { failures += 1 }
         }
         // The comparison means something only if both paths were exercised.
-        XCTAssertGreaterThan(scanned, 2500, "pages decoded by scanning")
-        XCTAssertGreaterThan(failures, 450, "broken pages")
+        XCTAssertGreaterThan(scanned, minimumScanned, "pages decoded by scanning")
+        XCTAssertGreaterThan(failures, minimumFailures, "broken pages")
     }
 }
 
