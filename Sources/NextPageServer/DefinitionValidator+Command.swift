@@ -57,13 +57,7 @@ extension DefinitionValidator {
             }
         }
 
-        var timeout = CommandSource.defaultTimeout
-        if let value = json["timeout"] {
-            guard let seconds = value.number, seconds > 0, seconds <= 86_400 else {
-                throw DefinitionError(field: reader.name("timeout"), expected: "a number of seconds > 0 (at most 86400)")
-            }
-            timeout = seconds
-        }
+        let timeout = try reader.seconds("timeout") ?? CommandSource.defaultTimeout
         let maxBodyBytes = try reader.integer("maxBodyBytes", min: 1) ?? CommandSource.defaultMaxBodyBytes
         return CommandSource(argv: argv, environment: environment, timeout: timeout, maxBodyBytes: maxBodyBytes)
     }

@@ -216,13 +216,7 @@ extension DefinitionValidator {
             }
         }
 
-        var timeout = HTTPSource.defaultTimeout
-        if let value = json["timeout"] {
-            guard let seconds = value.number, seconds > 0, seconds <= 86_400 else {
-                throw DefinitionError(field: reader.name("timeout"), expected: "a number of seconds > 0 (at most 86400)")
-            }
-            timeout = seconds
-        }
+        let timeout = try reader.seconds("timeout") ?? HTTPSource.defaultTimeout
         let retries = try reader.integer("retries", min: 0, max: 100) ?? HTTPSource.defaultRetries
         let maxBodyBytes = try reader.integer("maxBodyBytes", min: 1) ?? HTTPSource.defaultMaxBodyBytes
         return HTTPSource(
@@ -308,6 +302,15 @@ struct FieldReader {
             throw DefinitionError(field: name(key), expected: what)
         }
         return result
+    }
+
+    /// A duration: a number of seconds above 0, at most a day.
+    func seconds(_ key: String) throws(DefinitionError) -> Double? {
+        guard let value = object[key] else { return nil }
+        guard let seconds = value.number, seconds > 0, seconds <= 86_400 else {
+            throw DefinitionError(field: name(key), expected: "a number of seconds > 0 (at most 86400)")
+        }
+        return seconds
     }
 
     func bool(_ key: String) throws(DefinitionError) -> Bool? {
