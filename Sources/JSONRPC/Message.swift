@@ -90,15 +90,27 @@ public enum IncomingMessage: Sendable {
 
 /// Builders for outgoing messages.
 public enum OutgoingMessage {
+    private static let version = RawJSON.string("2.0")
+    private static let resultHead = Array(#"{"jsonrpc":"2.0","id":"#.utf8)
+    private static let resultMiddle = Array(#","result":"#.utf8)
+
+    /// `{"jsonrpc":"2.0","id":ID,"result":RESULT}`, with the result copied once.
     public static func result(id: RequestID, _ result: RawJSON) -> RawJSON {
-        .object(["jsonrpc": .string("2.0"), "id": id.raw, "result": result])
+        var out: [UInt8] = []
+        out.reserveCapacity(resultHead.count + id.raw.bytes.count + resultMiddle.count + result.bytes.count + 1)
+        out.append(contentsOf: resultHead)
+        out.append(contentsOf: id.raw.bytes)
+        out.append(contentsOf: resultMiddle)
+        out.append(contentsOf: result.bytes)
+        out.append(UInt8(ascii: "}"))
+        return RawJSON(trusted: out)
     }
 
     public static func error(id: RequestID?, _ error: RPCError) -> RawJSON {
-        .object(["jsonrpc": .string("2.0"), "id": (id ?? .null).raw, "error": error.json])
+        .object(["jsonrpc": version, "id": (id ?? .null).raw, "error": error.json])
     }
 
     public static func notification(method: String, params: RawJSON?) -> RawJSON {
-        .object(["jsonrpc": .string("2.0"), "method": .string(method), "params": params])
+        .object(["jsonrpc": version, "method": .string(method), "params": params])
     }
 }

@@ -255,7 +255,9 @@ extension NextPageLoadable {
         loadQueue.order.append(id)
         loadQueue.waiting += 1
         nextPageState.isLoading = true
-        serve()
+        // Serving starts when a caller waits (`loadNext(_:)`), so that what is
+        // enqueued together (a batch) is admitted before any page lands.
+        readAheadIfWanted()
         return LoadTicket(call: id, cancelled: flag, skipped: nil)
     }
 
@@ -280,6 +282,8 @@ extension NextPageLoadable {
                 if Task.isCancelled {
                     flag.set()
                     callGaveUp(id)
+                } else {
+                    serve()
                 }
             }
         } onCancel: {
