@@ -181,7 +181,13 @@ private struct Scanner {
     func scanString(from start: Int) -> (end: Int, escaped: Bool)? {
         var i = start + 1
         var escaped = false
-        while i < end {
+        let raw = UnsafeRawPointer(base)
+        while true {
+            // Eight bytes at a time while none of them is a quote or a backslash.
+            while i + 8 <= end, !Self.holdsQuoteOrBackslash(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
+                i += 8
+            }
+            guard i < end else { return nil }
             let byte = base[i]
             if byte == Byte.quote { return (i + 1, escaped) }
             if byte == Byte.backslash {
@@ -191,7 +197,17 @@ private struct Scanner {
                 i += 1
             }
         }
-        return nil
+    }
+
+    /// Whether any byte of `word` is `"` or `\` (a byte equal to the
+    /// pattern XORs to zero; the classic zero-byte test finds it).
+    @inline(__always)
+    static func holdsQuoteOrBackslash(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let quotes = word ^ 0x2222_2222_2222_2222
+        let backslashes = word ^ 0x5C5C_5C5C_5C5C_5C5C
+        return (((quotes &- ones) & ~quotes) | ((backslashes &- ones) & ~backslashes)) & highs != 0
     }
 
     /// The index just past the value starting at `start`.
