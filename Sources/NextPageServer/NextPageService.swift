@@ -180,6 +180,8 @@ public final class NextPageService: RPCHandler {
             if !result.landed || !state.hasNext { break }
             if let maxPages, pages >= maxPages { break }
             if let maxItems, count >= maxItems { break }
+            // Pages go out as notifications: no more while the client is behind reading them.
+            await context.waitForOutputRoom()
             ticket = await collection.enqueueLoadNext(ifLoading: .queue)
         }
         progress("end")
