@@ -69,7 +69,9 @@ public struct UpstreamPage: JSONDecodable {
     /// are validated. Throws `LoadError.undecodable` when the page is not JSON.
     public mutating func completeChecks() throws {
         guard let check = pendingCheck else { return }
-        ids = try check.run()
+        let outcome = try check.run()
+        ids = outcome.ids
+        if let replaced = outcome.items { items = replaced }
         pendingCheck = nil
     }
 
@@ -208,7 +210,20 @@ public struct UpstreamPage: JSONDecodable {
 /// The second stage of decoding a scanned page: jansson parses the
 /// compacted items, which proves the page is JSON and the items are what
 /// the source sent, and reads their ids when they are asked for.
+///
+/// An item that repeats a key inside an object is not forwarded as sent:
+/// jansson keeps the last value (in the place of the first), and so do the
+/// items delivered, whichever stage decoded the page.
 public struct PageCheck: Sendable {
+    /// What a check found.
+    public struct Outcome: Sendable {
+        /// The items' ids when they were asked for (else `[]`).
+        public var ids: [Cursor?]
+        /// The items as jansson reads them, when they differ from the
+        /// compacted bytes (an object repeated a key); `nil` otherwise.
+        public var items: PageItems?
+    }
+
     let items: PageItems
     /// Pointer to each item's id, when ids are wanted (`dedupe`).
     let idPointer: String?
@@ -217,10 +232,11 @@ public struct PageCheck: Sendable {
     let headers: [(name: String, value: String)]
     let paging: Paging
 
-    /// Runs the check; returns the items' ids when they are wanted (else `[]`).
-    public func run() throws -> [Cursor?] {
+    /// Runs the check; returns the items' ids when they are wanted, and
+    /// the items themselves when they had to be read again.
+    public func run() throws -> Outcome {
         let outcome: Result<[Cursor?], LoadError>? = JSON.withArena {
-            guard let array = try? items.array.withUnsafeBytes({ try JSON.parse($0) }),
+            guard let array = try? items.array.withUnsafeBytes({ try JSON.parse($0, rejectingDuplicateKeys: true) }),
                   array.kind == .array, array.count == items.count else { return nil }
             guard let idPointer else { return .success([]) }
             var ids: [Cursor?] = []
@@ -236,9 +252,14 @@ public struct PageCheck: Sendable {
             }
             return .success(ids)
         }
-        if let outcome { return try outcome.get() }
-        // Not JSON: parse the page as sent, so the error names the place in it.
-        _ = try UpstreamPage.decodeWhole(body, headers: headers, paging: paging, wantsIds: idPointer != nil)
-        throw LoadError.undecodable(PageDecodingFailure(pointer: paging.items, message: "the items at '\(paging.items)' are not JSON"))
+        if let outcome { return Outcome(ids: try outcome.get(), items: nil) }
+        // Not JSON, or an object repeats a key: parse the page as sent, so
+        // that an error names the place in it and repeated keys resolve as
+        // jansson resolves them.
+        let whole = try UpstreamPage.decodeWhole(body, headers: headers, paging: paging, wantsIds: idPointer != nil)
+        guard whole.items.count == items.count else {
+            throw LoadError.undecodable(PageDecodingFailure(pointer: paging.items, message: "the items at '\(paging.items)' are not JSON"))
+        }
+        return Outcome(ids: whole.ids, items: whole.items)
     }
 }
