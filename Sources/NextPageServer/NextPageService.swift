@@ -227,11 +227,12 @@ extension NextPageService {
     /// Tells the state store where `collection` stands now. Runs on the
     /// collection's actor, so the store sees its states in order; called
     /// after every page lands (before it is delivered) and after every call
-    /// that may have moved the collection (reset, load, a failure).
+    /// that may have moved the collection (reset, load, a failure). A write
+    /// that fails is logged and shows as the collection's `lastError`; the
+    /// reply is not changed by it.
     func persist(_ collection: PagedCollection) async {
         guard let stateStore else { return }
-        let name = collection.name
-        await collection.withCurrentState { stateStore.record(name, $0) }
+        await collection.save(to: stateStore)
     }
 
     /// Runs `body`, then persists the collection, whether `body` threw or not.

@@ -87,6 +87,9 @@ public enum ServerLauncher {
         }
         logger.info("serving", metadata: ["config": "\(loaded.source)", "collections": "\(loaded.collections.map(\.name).joined(separator: ","))"])
         signal(SIGPIPE, SIG_IGN)
+        // A file size limit (RLIMIT_FSIZE) makes a state file write fail
+        // with EFBIG, which is reported, instead of killing the server.
+        signal(SIGXFSZ, SIG_IGN)
         // Protocol output goes to a private duplicate of fd 1; fd 1 itself now
         // points at stderr so a stray print cannot corrupt the stream.
         let protocolFD = dup(1)

@@ -335,6 +335,18 @@ final class ServerHarness: @unchecked Sendable {
         return text.count > 2000 ? "…" + String(text.suffix(2000)) : text
     }
 
+    /// Waits until stderr contains `text`.
+    func waitForStderr(containing text: String, timeout: TimeInterval? = nil) throws {
+        let deadline = Date(timeIntervalSinceNow: timeout ?? self.timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while !String(decoding: stderrBytes, as: UTF8.self).contains(text) {
+            if stderrClosed || !condition.wait(until: deadline) {
+                throw HarnessError(description: "stderr does not say \"\(text)\": \(stderrTextLocked())")
+            }
+        }
+    }
+
     /// Frames on stdout that were not JSON-RPC messages.
     var protocolViolations: [String] {
         condition.lock(); defer { condition.unlock() }
@@ -540,6 +552,7 @@ final class ServerHarness: @unchecked Sendable {
                 break
             }
             stderrBytes.append(contentsOf: buffer[0..<n])
+            condition.broadcast()
             condition.unlock()
         }
     }
