@@ -126,6 +126,7 @@ public enum ServerLauncher {
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + .milliseconds(500), repeating: .milliseconds(500))
         timer.setEventHandler {
+            Self.returnFreedMemory()
             let parentGone = getppid() != parent
             let watchedGone = watchedPid.map { kill($0, 0) != 0 && errno == ESRCH } ?? false
             if parentGone || watchedGone {
@@ -146,6 +147,20 @@ public enum ServerLauncher {
         recorder?.finish(exitStatus: ending.exitCode)
         return ending.exitCode
     }
+
+    /// Gives the memory freed since the last call back to the system (glibc
+    /// keeps freed memory in its arenas: in a long session, RSS would follow
+    /// the peaks and the scattering of past allocations, not what is in use).
+    /// Called twice a second by the server's timer.
+    static func returnFreedMemory() {
+        _ = mallocTrim?(0)
+    }
+
+    /// glibc's `malloc_trim` (declared in malloc.h, which Glibc does not import); `nil` elsewhere.
+    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+    }()
 
     /// The folder part of a path (`.` when there is none).
     public static func directoryName(of path: String) -> String {
