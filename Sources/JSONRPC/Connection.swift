@@ -11,12 +11,21 @@ public struct RPCContext: Sendable {
     public let id: RequestID?
     /// Sends a notification to the peer (for progress and streamed pages).
     public let notify: @Sendable (_ method: String, _ params: RawJSON?) -> Void
+    /// Suspends while the peer is behind reading: a request that sends
+    /// notification after notification (`loadAll`) waits here before
+    /// producing more.
+    public let waitForOutputRoom: @Sendable () async -> Void
 
     /// A context for a request made in process (the shell commands), whose
-    /// notifications go to `notify`.
-    public init(id: RequestID?, notify: @escaping @Sendable (_ method: String, _ params: RawJSON?) -> Void) {
+    /// notifications go to `notify`; `waitForOutputRoom` defaults to
+    /// returning at once.
+    public init(
+        id: RequestID?, notify: @escaping @Sendable (_ method: String, _ params: RawJSON?) -> Void,
+        waitForOutputRoom: @escaping @Sendable () async -> Void = {}
+    ) {
         self.id = id
         self.notify = notify
+        self.waitForOutputRoom = waitForOutputRoom
     }
 }
 
@@ -37,7 +46,8 @@ public struct ConnectionOptions: Sendable {
     public var maxMessageBytes = 64 << 20
     /// Seconds to wait for requests in flight at end of input.
     public var drainTimeout: Double = 10
-    /// Replies waiting to be written beyond which reading pauses.
+    /// Replies waiting to be written beyond which reading and dispatching
+    /// pause, and requests that stream notifications (`loadAll`) wait.
     public var maxPendingOutputBytes = 1 << 20
     /// Requests being answered beyond which reading pauses (each waiting
     /// request holds a task; a client that sends ten thousand at once is
@@ -52,6 +62,13 @@ public struct ConnectionOptions: Sendable {
 /// One thread reads and frames input; messages are dispatched in arrival
 /// order; requests run concurrently; one `OutputWriter` writes replies.
 /// Handles `$/cancelRequest`, `shutdown` and `exit` itself.
+///
+/// Back-pressure: while more than `maxPendingOutputBytes` of output wait
+/// for a peer that does not read, the reader stops reading, the dispatch
+/// loop stops starting requests (many replies are built as a request is
+/// admitted), and streaming requests wait before their next notification.
+/// Memory then stays within the limit plus the replies of the requests
+/// already started.
 public final class Connection: @unchecked Sendable {
     /// Why the connection stopped, and the exit status that goes with it.
     public enum Ending: Sendable, Equatable {
@@ -107,6 +124,8 @@ public final class Connection: @unchecked Sendable {
     /// Asks the connection to stop reading and drain (SIGTERM, a dead parent).
     public func stop() {
         eventSink.yield(.stop)
+        // The dispatch loop may be waiting for the peer to read: it must see the stop.
+        writer.stopWaitingForRoom()
     }
 
     /// Reads, dispatches and answers until end of input, `exit` or `stop()`,
@@ -120,6 +139,8 @@ public final class Connection: @unchecked Sendable {
                 tap?.framing(framing)
                 writer.setFraming(framing)
             case .frame(let frame):
+                // Nothing more is started while the peer is behind reading.
+                await waitForOutputRoom()
                 let end = await handle(frame)
                 tracker.dispatched()
                 if let end {
@@ -139,6 +160,12 @@ public final class Connection: @unchecked Sendable {
         await drain()
         writer.flush()
         return ending
+    }
+
+    /// Suspends while more than `maxPendingOutputBytes` wait to be written
+    /// (not once the connection is stopping).
+    private func waitForOutputRoom() async {
+        await writer.room(limit: options.maxPendingOutputBytes)
     }
 
     // MARK: Reading
@@ -279,9 +306,10 @@ public final class Connection: @unchecked Sendable {
         if request.isNotification && (request.method.hasPrefix("$/") || request.method == "initialized") {
             return nil
         }
-        let context = RPCContext(id: request.id) { [self] method, params in
-            emit(OutgoingMessage.notification(method: method, params: params))
-        }
+        let context = RPCContext(
+            id: request.id,
+            notify: { [self] method, params in emit(OutgoingMessage.notification(method: method, params: params)) },
+            waitForOutputRoom: { [self] in await waitForOutputRoom() })
         return await handler.admit(request, context: context)
     }
 

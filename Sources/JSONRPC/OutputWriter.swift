@@ -43,6 +43,10 @@ public final class OutputWriter: @unchecked Sendable {
     private var idle = false
     /// Threads waiting in `flush` or `waitForRoom`.
     private var waiters = 0
+    /// Tasks waiting in `room(limit:)`, with their limits.
+    private var roomWaiters: [(limit: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    /// Set by `stopWaitingForRoom()`: `room(limit:)` returns at once.
+    private var roomUnlimited = false
     private let onBrokenPipe: @Sendable () -> Void
 
     /// Writes to `fd`; `onBrokenPipe` runs (on the writer thread) when the
@@ -114,6 +118,31 @@ public final class OutputWriter: @unchecked Sendable {
         }
     }
 
+    /// Suspends the calling task while more than `limit` bytes wait to be
+    /// written (returns at once when the stream broke, or after
+    /// `stopWaitingForRoom()`).
+    public func room(limit: Int) async {
+        if condition.locked({ pending <= limit || broken || roomUnlimited }) { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready: Bool = condition.locked {
+                if pending <= limit || broken || roomUnlimited { return true }
+                roomWaiters.append((limit, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Ends every wait in `room(limit:)`, now and later (the connection is stopping).
+    public func stopWaitingForRoom() {
+        let waiting: [CheckedContinuation<Void, Never>] = condition.locked {
+            roomUnlimited = true
+            defer { roomWaiters = [] }
+            return roomWaiters.map(\.continuation)
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
     /// Blocks until everything queued has been written (or the stream broke).
     public func flush() {
         condition.locked {
@@ -153,7 +182,7 @@ public final class OutputWriter: @unchecked Sendable {
 
     /// After a write by the writer thread (`bytes` of the queue) or by a sender.
     private func finishWrite(ok: Bool, bytes: Int) {
-        let wasBroken: Bool = condition.locked {
+        let (wasBroken, roomMade): (Bool, [CheckedContinuation<Void, Never>]) = condition.locked {
             writing = false
             pending -= bytes
             let wasBroken = broken
@@ -165,8 +194,16 @@ public final class OutputWriter: @unchecked Sendable {
             }
             // Wake the writer thread for messages queued meanwhile, and anyone flushing.
             if waiters > 0 || (idle && queueHead < queue.count) || !ok { condition.broadcast() }
-            return wasBroken
+            var roomMade: [CheckedContinuation<Void, Never>] = []
+            if !roomWaiters.isEmpty {
+                let pending = self.pending
+                let broken = self.broken
+                roomMade = roomWaiters.filter { pending <= $0.limit || broken }.map(\.continuation)
+                if !roomMade.isEmpty { roomWaiters.removeAll { pending <= $0.limit || broken } }
+            }
+            return (wasBroken, roomMade)
         }
+        for continuation in roomMade { continuation.resume() }
         if !ok && !wasBroken { onBrokenPipe() }
     }
 

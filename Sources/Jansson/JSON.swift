@@ -39,13 +39,16 @@ public final class JSON: @unchecked Sendable {
     /// Parses one JSON text from memory with `json_loadb`.
     ///
     /// Any JSON value is accepted at the top level; trailing non-whitespace
-    /// is an error.
-    public static func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> JSON {
+    /// is an error. An object that repeats a key keeps the last value (in
+    /// the place of the first), unless `rejectingDuplicateKeys`, which makes
+    /// it an error.
+    public static func parse(_ bytes: UnsafeRawBufferPointer, rejectingDuplicateKeys: Bool = false) throws(JSONParseError) -> JSON {
         var error = json_error_t()
         let base = bytes.baseAddress?.assumingMemoryBound(to: CChar.self)
+        let flags = JSON_DECODE_ANY | JSON_ALLOW_NUL | (rejectingDuplicateKeys ? JSON_REJECT_DUPLICATES : 0)
         // json_loadb needs a non-null buffer even for zero bytes.
         let value: UnsafeMutablePointer<json_t>? = withUnsafePointer(to: 0 as CChar) { empty in
-            json_loadb(base ?? empty, bytes.count, Int(JSON_DECODE_ANY | JSON_ALLOW_NUL), &error)
+            json_loadb(base ?? empty, bytes.count, Int(flags), &error)
         }
         guard let value else { throw JSONParseError(error) }
         return JSON(owning: OpaquePointer(value))

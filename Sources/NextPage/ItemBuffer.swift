@@ -3,15 +3,19 @@ import Jansson
 /// The items a collection keeps for `items`: the newest `capacity` items,
 /// addressed by absolute offsets (the first item ever loaded is offset 0).
 ///
-/// Item bytes are copied, compact, into large slabs (1 MiB or one big
-/// page), never one allocation per item or per small page, so the memory
-/// kept is close to the bytes kept. A slab is let go once every item in it
-/// has been pushed out by newer ones.
+/// Item bytes are copied, compact, into slabs, never one allocation per
+/// item or per small page. A new slab is about as large as the bytes kept
+/// when it is made (4 KiB at least, 1 MiB at most, or one big page), so the
+/// memory kept stays close to the bytes kept: a collection that keeps ten
+/// small items holds a few kilobytes, however many pages flow past it. A
+/// slab is let go once every item in it has been pushed out by newer ones.
 public struct ItemBuffer: Sendable {
     /// How many items are kept at most (`maxItems`).
     public let capacity: Int
 
     /// The smallest slab.
+    static let minSlabBytes = 4 << 10
+    /// The largest slab, unless one page needs more.
     static let slabBytes = 1 << 20
 
     /// The items of one page: where they are in their slab.
@@ -42,6 +46,9 @@ public struct ItemBuffer: Sendable {
 
     /// Items kept now.
     public var count: Int { endOffset - firstOffset }
+
+    /// Bytes allocated for item storage (the slabs' capacities).
+    public var reservedBytes: Int { slabs.reduce(0) { $0 + $1.capacity } }
 
     /// Appends a page's items, dropping the oldest beyond `capacity`.
     public mutating func append(_ items: PageItems) {
@@ -88,8 +95,11 @@ public struct ItemBuffer: Sendable {
         if let last = slabs.last, last.capacity - last.count >= size, size + last.count <= Int(UInt32.max) {
             return firstSlab + slabs.count - 1
         }
+        // As large as what is kept now: memory grows with the bytes kept,
+        // and a collection that keeps much makes few slabs.
+        let kept = slabs.reduce(0) { $0 + $1.count }
         var slab: [UInt8] = []
-        slab.reserveCapacity(max(Self.slabBytes, size))
+        slab.reserveCapacity(max(size, min(Self.slabBytes, max(Self.minSlabBytes, kept))))
         slabs.append(slab)
         return firstSlab + slabs.count - 1
     }

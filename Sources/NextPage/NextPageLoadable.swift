@@ -11,14 +11,15 @@ public struct LoadedPage: Sendable {
     /// Whether the source says there is more.
     public var hasNext: Bool
     /// Checks of the page still to run before it may land (jansson's
-    /// validation of the items); they return the items' ids when wanted.
-    /// `next` and `hasNext` are final already, so the next page may be
-    /// fetched while these run.
-    public var pendingCheck: (@Sendable () throws -> [Cursor?])?
+    /// validation of the items); they return the items' ids when wanted,
+    /// and the items when jansson reads them differently from the bytes
+    /// (repeated keys). `next`, `hasNext` and the number of items are final
+    /// already, so the next page may be fetched while these run.
+    public var pendingCheck: (@Sendable () throws -> PageCheck.Outcome)?
 
     public init(
         items: PageItems, ids: [Cursor?] = [], next: Cursor?, hasNext: Bool,
-        pendingCheck: (@Sendable () throws -> [Cursor?])? = nil
+        pendingCheck: (@Sendable () throws -> PageCheck.Outcome)? = nil
     ) {
         self.items = items
         self.ids = ids
@@ -35,8 +36,9 @@ public struct LoadedPage: Sendable {
     public mutating func completeChecks() throws {
         guard let check = pendingCheck else { return }
         pendingCheck = nil
-        let checkedIds = try check()
-        if !checkedIds.isEmpty { ids = checkedIds }
+        let outcome = try check()
+        if !outcome.ids.isEmpty { ids = outcome.ids }
+        if let replaced = outcome.items { items = replaced }
     }
 }
 

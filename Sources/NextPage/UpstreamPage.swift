@@ -69,7 +69,9 @@ public struct UpstreamPage: JSONDecodable {
     /// are validated. Throws `LoadError.undecodable` when the page is not JSON.
     public mutating func completeChecks() throws {
         guard let check = pendingCheck else { return }
-        ids = try check.run()
+        let outcome = try check.run()
+        ids = outcome.ids
+        if let replaced = outcome.items { items = replaced }
         pendingCheck = nil
     }
 
@@ -208,7 +210,20 @@ public struct UpstreamPage: JSONDecodable {
 /// The second stage of decoding a scanned page: jansson parses the
 /// compacted items, which proves the page is JSON and the items are what
 /// the source sent, and reads their ids when they are asked for.
+///
+/// An item that repeats a key inside an object is not forwarded as sent:
+/// jansson keeps the last value (in the place of the first), and so do the
+/// items delivered, whichever stage decoded the page.
 public struct PageCheck: Sendable {
+    /// What a check found.
+    public struct Outcome: Sendable {
+        /// The items' ids when they were asked for (else `[]`).
+        public var ids: [Cursor?]
+        /// The items as jansson reads them, when they differ from the
+        /// compacted bytes (an object repeated a key); `nil` otherwise.
+        public var items: PageItems?
+    }
+
     let items: PageItems
     /// Pointer to each item's id, when ids are wanted (`dedupe`).
     let idPointer: String?
@@ -222,12 +237,13 @@ public struct PageCheck: Sendable {
     /// still in the cache, where a large page's whole tree would not be.
     static let runBytes = 64 << 10
 
-    /// Runs the check; returns the items' ids when they are wanted (else `[]`).
+    /// Runs the check; returns the items' ids when they are wanted, and
+    /// the items themselves when they had to be read again.
     ///
     /// The item array is valid JSON exactly when every run of its items,
     /// wrapped in brackets, parses as an array of that many items: items
     /// are whole values separated at the array's own commas.
-    public func run() throws -> [Cursor?] {
+    public func run() throws -> Outcome {
         var ids: [Cursor?] = []
         if idPointer != nil { ids.reserveCapacity(items.count) }
         // An id of the wrong kind is reported once every run is known to be
@@ -244,22 +260,33 @@ public struct PageCheck: Sendable {
             run.append(contentsOf: items.array[start..<items.span(end - 1).upperBound])
             run.append(UInt8(ascii: "]"))
             guard check(run, count: end - first, ids: &ids, idFailure: &idFailure) else {
-                // Not JSON: parse the page as sent, so the error names the place in it.
-                _ = try UpstreamPage.decodeWhole(body, headers: headers, paging: paging, wantsIds: idPointer != nil)
-                throw LoadError.undecodable(PageDecodingFailure(
-                    pointer: paging.items, message: "the items at '\(paging.items)' are not JSON"))
+                return try readWhole()
             }
             first = end
         }
         if let idFailure { throw idFailure }
-        return ids
+        return Outcome(ids: ids, items: nil)
     }
 
-    /// Parses one run of `count` items; returns false when it is not JSON.
-    /// Reads their ids while no id has failed yet.
+    /// Not JSON, or an object repeats a key: parses the page as sent, so
+    /// that an error names the place in it and repeated keys resolve as
+    /// jansson resolves them.
+    private func readWhole() throws -> Outcome {
+        let whole = try UpstreamPage.decodeWhole(body, headers: headers, paging: paging, wantsIds: idPointer != nil)
+        guard whole.items.count == items.count else {
+            throw LoadError.undecodable(PageDecodingFailure(
+                pointer: paging.items, message: "the items at '\(paging.items)' are not JSON"))
+        }
+        return Outcome(ids: whole.ids, items: whole.items)
+    }
+
+    /// Parses one run of `count` items; returns false when it is not JSON
+    /// or an object in it repeats a key. Reads their ids while no id has
+    /// failed yet.
     private func check(_ run: [UInt8], count: Int, ids: inout [Cursor?], idFailure: inout LoadError?) -> Bool {
         JSON.withArena {
-            guard let array = try? JSON.parse(run), array.kind == .array, array.count == count else { return false }
+            guard let array = try? run.withUnsafeBytes({ try JSON.parse($0, rejectingDuplicateKeys: true) }),
+                  array.kind == .array, array.count == count else { return false }
             guard let idPointer, idFailure == nil else { return true }
             for index in 0..<count {
                 do {

@@ -181,6 +181,8 @@ public final class NextPageService: RPCHandler {
             if !result.landed || !state.hasNext { break }
             if let maxPages, pages >= maxPages { break }
             if let maxItems, count >= maxItems { break }
+            // Pages go out as notifications: no more while the client is behind reading them.
+            await context.waitForOutputRoom()
             ticket = await collection.enqueueLoadNext(ifLoading: .queue)
         }
         await collection.streamingDemand(-1)
@@ -227,11 +229,12 @@ extension NextPageService {
     /// Tells the state store where `collection` stands now. Runs on the
     /// collection's actor, so the store sees its states in order; called
     /// after every page lands (before it is delivered) and after every call
-    /// that may have moved the collection (reset, load, a failure).
+    /// that may have moved the collection (reset, load, a failure). A write
+    /// that fails is logged and shows as the collection's `lastError`; the
+    /// reply is not changed by it.
     func persist(_ collection: PagedCollection) async {
         guard let stateStore else { return }
-        let name = collection.name
-        await collection.withCurrentState { stateStore.record(name, $0) }
+        await collection.save(to: stateStore)
     }
 
     /// Runs `body`, then persists the collection, whether `body` threw or not.

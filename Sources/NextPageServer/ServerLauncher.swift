@@ -87,6 +87,9 @@ public enum ServerLauncher {
         }
         logger.info("serving", metadata: ["config": "\(loaded.source)", "collections": "\(loaded.collections.map(\.name).joined(separator: ","))"])
         signal(SIGPIPE, SIG_IGN)
+        // A file size limit (RLIMIT_FSIZE) makes a state file write fail
+        // with EFBIG, which is reported, instead of killing the server.
+        signal(SIGXFSZ, SIG_IGN)
         // Protocol output goes to a private duplicate of fd 1; fd 1 itself now
         // points at stderr so a stray print cannot corrupt the stream.
         let protocolFD = dup(1)
@@ -123,6 +126,7 @@ public enum ServerLauncher {
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + .milliseconds(500), repeating: .milliseconds(500))
         timer.setEventHandler {
+            Self.returnFreedMemory()
             let parentGone = getppid() != parent
             let watchedGone = watchedPid.map { kill($0, 0) != 0 && errno == ESRCH } ?? false
             if parentGone || watchedGone {
@@ -143,6 +147,20 @@ public enum ServerLauncher {
         recorder?.finish(exitStatus: ending.exitCode)
         return ending.exitCode
     }
+
+    /// Gives the memory freed since the last call back to the system (glibc
+    /// keeps freed memory in its arenas: in a long session, RSS would follow
+    /// the peaks and the scattering of past allocations, not what is in use).
+    /// Called twice a second by the server's timer.
+    static func returnFreedMemory() {
+        _ = mallocTrim?(0)
+    }
+
+    /// glibc's `malloc_trim` (declared in malloc.h, which Glibc does not import); `nil` elsewhere.
+    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+    }()
 
     /// The folder part of a path (`.` when there is none).
     public static func directoryName(of path: String) -> String {

@@ -45,6 +45,13 @@ public struct StateFileError: Error, Sendable, CustomStringConvertible {
 /// place by `commit()`, which the caller runs after it has written the page
 /// out: a page is then never counted as delivered before it was.
 /// Entries of collections that are not defined are kept as they are.
+///
+/// A write that fails (a full disk, a file size limit) leaves the previous
+/// file in place, whole and readable, and removes the partial temporary
+/// file. The server keeps serving: `record` returns the failure (the
+/// collection shows it as its `lastError`), it is logged once when writing
+/// starts failing and once when it works again, and every later change
+/// tries again, with every collection's newest state.
 public final class StateStore: @unchecked Sendable {
     /// When a recorded change reaches the state file.
     public enum Commit: Sendable {
@@ -65,6 +72,8 @@ public final class StateStore: @unchecked Sendable {
     private var states: [String: NextPageState]
     private var prepared = false
     private var failure: StateFileError?
+    /// Why the last write failed, while writes fail.
+    private var failing: StateFileError?
 
     /// Opens the state file at `path`, reading it when it exists (a missing
     /// file is an empty state). Throws when it cannot be read, is not a
@@ -99,19 +108,29 @@ public final class StateStore: @unchecked Sendable {
     public var writeFailure: StateFileError? { lock.locked { failure } }
 
     /// Records where collection `name` stands; writes the file when that
-    /// changed (see the type's documentation for when it is committed).
-    public func record(_ name: String, _ state: NextPageState) {
+    /// changed, or when the last write failed (see the type's documentation
+    /// for when it is committed). Returns why the write failed, if it did.
+    @discardableResult
+    public func record(_ name: String, _ state: NextPageState) -> StateFileError? {
         var state = state
         state.isLoading = false
-        lock.locked {
-            guard states[name] != state else { return }
+        return lock.locked {
+            guard states[name] != state || failing != nil else { return nil }
             states[name] = state
             var error = prepare()
             if error == nil && commitMode == .immediately { error = commitLocked() }
             if let error {
                 if failure == nil { failure = error }
-                logger?.error("cannot save the state file", metadata: ["path": "\(path)", "reason": "\(error.reason)"])
+                if failing?.reason != error.reason {
+                    logger?.error("cannot save the state file; the previous one stays in place", metadata: [
+                        "path": "\(path)", "reason": "\(error.reason)",
+                    ])
+                }
+            } else if failing != nil {
+                logger?.notice("the state file is saved again", metadata: ["path": "\(path)"])
             }
+            failing = error
+            return error
         }
     }
 
@@ -128,28 +147,35 @@ public final class StateStore: @unchecked Sendable {
 
     // MARK: Writing (lock held)
 
-    /// Writes the temporary file and flushes it; returns what failed, if anything.
+    /// Writes the temporary file and flushes it; returns what failed, if
+    /// anything (and then removes the temporary file: nothing half written
+    /// is ever renamed into place, and a full disk gets its space back).
     private func prepare() -> StateFileError? {
+        prepared = false
         let bytes = Self.encode(states)
         let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { return systemError("cannot create '\(temporaryPath)'") }
+        func fail(_ what: String) -> StateFileError {
+            let error = systemError(what)
+            close(fd)
+            unlink(temporaryPath)
+            return error
+        }
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, bytes.count - offset) }
             if n < 0 {
                 if errno == EINTR { continue }
-                let error = systemError("cannot write '\(temporaryPath)'")
-                close(fd)
-                return error
+                return fail("cannot write '\(temporaryPath)'")
             }
             offset += n
         }
-        guard fsync(fd) == 0 else {
-            let error = systemError("cannot flush '\(temporaryPath)'")
-            close(fd)
+        guard fsync(fd) == 0 else { return fail("cannot flush '\(temporaryPath)'") }
+        guard close(fd) == 0 else {
+            let error = systemError("cannot close '\(temporaryPath)'")
+            unlink(temporaryPath)
             return error
         }
-        close(fd)
         prepared = true
         return nil
     }
@@ -239,9 +265,13 @@ public final class StateStore: @unchecked Sendable {
 }
 
 extension PagedCollection {
-    /// Runs `body` with the current state on the collection's actor, so that
-    /// successive calls see the collection's states in the order they happened.
-    func withCurrentState(_ body: @Sendable (NextPageState) -> Void) {
-        body(state)
+    /// Records the current state in `store`, on the collection's actor, so
+    /// that the store sees the collection's states in the order they
+    /// happened. A write that fails becomes the collection's `lastError`:
+    /// the page was delivered all the same, and the file keeps the place
+    /// before it.
+    func save(to store: StateStore) {
+        guard let error = store.record(name, nextPageState) else { return }
+        nextPageState.lastError = "\(error)"
     }
 }

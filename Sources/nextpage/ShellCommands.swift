@@ -50,6 +50,8 @@ struct SessionOptions: ParsableArguments {
     /// Opens the collections and the state file; exits 2 or 3 with a message when they cannot be used.
     func openSession() async throws -> ShellSession {
         signal(SIGPIPE, SIG_IGN)
+        // A file size limit makes a state file write fail (EFBIG), reported, not fatal.
+        signal(SIGXFSZ, SIG_IGN)
         let logger = makeLogger(level: logLevel)
         do {
             return try await ShellSession(

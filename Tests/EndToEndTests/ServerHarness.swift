@@ -81,6 +81,8 @@ final class ServerHarness: @unchecked Sendable {
     // Guarded by `condition`.
     private var stdoutBytes: [UInt8] = []
     private var parseOffset = 0
+    /// Where the search for the next newline resumes (a long line arrives in many reads).
+    private var scanOffset = 0
     private var received: [JSONValue] = []
     private var consumed: [Bool] = []
     private var violations: [String] = []
@@ -89,6 +91,7 @@ final class ServerHarness: @unchecked Sendable {
     private var stderrClosed = false
     private var exitStatus: Int32?
     private var exitSignal: Int32?
+    private var readingPaused = false
 
     private static let ignoreSIGPIPE: Void = { _ = Glibc.signal(SIGPIPE, SIG_IGN) }()
 
@@ -96,9 +99,11 @@ final class ServerHarness: @unchecked Sendable {
     /// `stdinFile`: a file to use as stdin instead of a pipe.
     /// `closeStdout`: close the read end of stdout at once (nobody reads replies).
     /// `readStderr`: false leaves stderr unread (its pipe fills up), to check logs never block.
+    /// `launcher`: a program (and its arguments) that runs `nextpage` as its child, so
+    /// that `pid` is the launcher's (`nextpage`'s parent).
     init(
         directory: String, arguments: [String] = [], framing: WireFraming = .ndjson, stdinFile: String? = nil,
-        closeStdout: Bool = false, readStderr: Bool = true
+        closeStdout: Bool = false, readStderr: Bool = true, launcher: [String] = []
     ) throws {
         _ = Self.ignoreSIGPIPE
         self.directory = directory
@@ -134,12 +139,12 @@ final class ServerHarness: @unchecked Sendable {
             throw HarnessError(description: "posix_spawn_file_actions_addchdir_np failed")
         }
 
-        let argv = [binary] + arguments
+        let argv = launcher + [binary] + arguments
         var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) }
         cArgs.append(nil)
         defer { for arg in cArgs { free(arg) } }
         var spawned: pid_t = 0
-        let rc = posix_spawn(&spawned, binary, &actions, nil, cArgs, environ)
+        let rc = posix_spawn(&spawned, argv[0], &actions, nil, cArgs, environ)
         close(childStdin)
         close(outPipe[1])
         close(errPipe[1])
@@ -189,6 +194,31 @@ final class ServerHarness: @unchecked Sendable {
     }
 
     func sendRaw(_ text: String) throws { try sendRaw(Array(text.utf8)) }
+
+    /// Writes `bytes` to stdin until they are all written, or until the
+    /// server has taken nothing for `quiet` seconds (it stopped reading its
+    /// input); returns how many bytes were written.
+    func sendRawUntilStalled(_ bytes: [UInt8], quiet: TimeInterval) throws -> Int {
+        guard stdinFD >= 0 else { throw HarnessError(description: "stdin is closed") }
+        let flags = fcntl(stdinFD, F_GETFL)
+        _ = fcntl(stdinFD, F_SETFL, flags | O_NONBLOCK)
+        defer { _ = fcntl(stdinFD, F_SETFL, flags) }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { write(stdinFD, $0.baseAddress! + offset, bytes.count - offset) }
+            if n >= 0 {
+                offset += n
+                continue
+            }
+            if errno == EINTR { continue }
+            guard errno == EAGAIN else {
+                throw HarnessError(description: "write to server stdin: \(String(cString: strerror(errno)))")
+            }
+            var waiter = pollfd(fd: stdinFD, events: Int16(POLLOUT), revents: 0)
+            if poll(&waiter, 1, Int32(quiet * 1000)) == 0 { break }
+        }
+        return offset
+    }
 
     /// Sends one message body, framed with this harness's framing.
     func send(_ body: String) throws { try sendRaw(framing.frame(body)) }
@@ -305,6 +335,18 @@ final class ServerHarness: @unchecked Sendable {
         return text.count > 2000 ? "…" + String(text.suffix(2000)) : text
     }
 
+    /// Waits until stderr contains `text`.
+    func waitForStderr(containing text: String, timeout: TimeInterval? = nil) throws {
+        let deadline = Date(timeIntervalSinceNow: timeout ?? self.timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while !String(decoding: stderrBytes, as: UTF8.self).contains(text) {
+            if stderrClosed || !condition.wait(until: deadline) {
+                throw HarnessError(description: "stderr does not say \"\(text)\": \(stderrTextLocked())")
+            }
+        }
+    }
+
     /// Frames on stdout that were not JSON-RPC messages.
     var protocolViolations: [String] {
         condition.lock(); defer { condition.unlock() }
@@ -375,11 +417,28 @@ final class ServerHarness: @unchecked Sendable {
         _ = try? waitForEndOfOutput(timeout: 10)
     }
 
+    /// Stops reading stdout (a client that does not read its replies): once
+    /// the pipe is full, the server's writes block.
+    func pauseReading() {
+        condition.lock(); defer { condition.unlock() }
+        readingPaused = true
+    }
+
+    /// Reads stdout again after `pauseReading`.
+    func resumeReading() {
+        condition.lock(); defer { condition.unlock() }
+        readingPaused = false
+        condition.broadcast()
+    }
+
     // MARK: Threads
 
     private func readStdout() {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
+            condition.lock()
+            while readingPaused { condition.wait() }
+            condition.unlock()
             let n = buffer.withUnsafeMutableBytes { read(stdoutFD, $0.baseAddress!, $0.count) }
             if n < 0 && errno == EINTR { continue }
             condition.lock()
@@ -407,7 +466,10 @@ final class ServerHarness: @unchecked Sendable {
             let pending = stdoutBytes[parseOffset...]
             switch framing {
             case .ndjson:
-                guard let newline = pending.firstIndex(of: UInt8(ascii: "\n")) else { return }
+                guard let newline = stdoutBytes[max(parseOffset, scanOffset)...].firstIndex(of: UInt8(ascii: "\n")) else {
+                    scanOffset = stdoutBytes.count
+                    return
+                }
                 let line = Array(stdoutBytes[parseOffset..<newline])
                 parseOffset = newline + 1
                 accept(line)
@@ -490,6 +552,7 @@ final class ServerHarness: @unchecked Sendable {
                 break
             }
             stderrBytes.append(contentsOf: buffer[0..<n])
+            condition.broadcast()
             condition.unlock()
         }
     }

@@ -7,8 +7,9 @@ import NIOHTTP1
 /// of the process.
 ///
 /// The AsyncHTTPClient is created on first use and configured to follow up
-/// to `maxRedirects` redirects and to decompress gzip and deflate bodies
-/// (it sends `Accept-Encoding: deflate, gzip` unless a request sets its own).
+/// to `maxRedirects` redirects, to decompress gzip and deflate bodies
+/// (it sends `Accept-Encoding: deflate, gzip` unless a request sets its own),
+/// and to fail an attempt whose connection cannot be made at once.
 /// `shutdown()` closes it when the server stops; requests made after that
 /// (a page still being fetched ahead, say) fail at once.
 public final class HTTPNetworkTransport: HTTPTransport {
@@ -39,6 +40,12 @@ public final class HTTPNetworkTransport: HTTPTransport {
             configuration.redirectConfiguration = .follow(max: Self.maxRedirects, allowCycles: false)
             // Bodies are bounded by `maxBodyBytes` as they are read, decompressed.
             configuration.decompression = .enabled(limit: .none)
+            // A connection that cannot be made fails the attempt at once:
+            // `HTTPPageClient` retries with its own backoff (`retries`). Left
+            // on, the pool would try again and again, silently, until the
+            // connect timeout, and a refused connection would look like a
+            // slow one.
+            configuration.connectionPool.retryConnectionEstablishment = false
             let created = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             state = .running(created)
             return created
@@ -86,7 +93,7 @@ public final class HTTPNetworkTransport: HTTPTransport {
                 return response
             }
         } catch {
-            throw Self.transportError(error)
+            throw Self.transportError(error, maxBodyBytes: maxBodyBytes)
         }
     }
 
@@ -100,10 +107,12 @@ public final class HTTPNetworkTransport: HTTPTransport {
             url: response.history.last?.request.url ?? request.url)
     }
 
-    private static func transportError(_ error: any Error) -> HTTPTransportError {
+    private static func transportError(_ error: any Error, maxBodyBytes: Int) -> HTTPTransportError {
         if Task.isCancelled { return .cancelled }
         if let error = error as? HTTPTransportError { return error }
-        if let error = error as? NIOTooManyBytesError { return .bodyTooLarge(limit: error.maxBytes ?? 0) }
+        // The limit is the source's: NIO's own figure is what was left of it
+        // when a streamed body overran it.
+        if error is NIOTooManyBytesError { return .bodyTooLarge(limit: maxBodyBytes) }
         if error is CancellationError { return .cancelled }
         if let error = error as? HTTPClientError {
             switch error {
