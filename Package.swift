@@ -76,3 +76,23 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["Jansson"]),
     ]
 )
+
+// libFuzzer targets (Fuzz/), declared only when NEXTPAGE_FUZZ=1, so the
+// normal build and `swift test` never need libFuzzer. scripts/fuzz builds
+// them with -sanitize=fuzzer,address into .build-fuzz.
+if Context.environment["NEXTPAGE_FUZZ"] == "1" {
+    func fuzzTarget(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
+        .executableTarget(name: "fuzz-\(name)", dependencies: dependencies + ["FuzzSupport"], path: "Fuzz/Sources/\(name)")
+    }
+    package.targets += [
+        .target(name: "CLibFuzzer", path: "Fuzz/Sources/CLibFuzzer"),
+        .target(name: "FuzzSupport", dependencies: ["CLibFuzzer"], path: "Fuzz/Sources/FuzzSupport"),
+        fuzzTarget("framing", ["JSONRPC"]),
+        fuzzTarget("requests", [
+            "JSONRPC", "Jansson", "NextPage", "NextPageServer", .product(name: "Logging", package: "swift-log"),
+        ]),
+        fuzzTarget("pages", ["NextPage", "Jansson"]),
+        fuzzTarget("link-header", ["NextPage"]),
+        fuzzTarget("file-name", ["NextPage"]),
+    ]
+}

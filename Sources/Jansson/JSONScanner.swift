@@ -314,7 +314,11 @@ private struct Scanner {
                     if level == 0 { break scan }
                     if wantsStarts && level == 1 { elementStarts.append(UInt32(n)) }
                 default:
-                    if level == 0 && !Byte.isScalar(byte) { break scan }
+                    // Outside strings only numbers, literals and `:` are left. Any
+                    // other byte is not ours to vouch for: jansson skips a NUL
+                    // right after a number, so `[3\0]` would pass its check and
+                    // the NUL would be forwarded.
+                    guard Byte.isScalar(byte) || (byte == Byte.colon && level > 0) else { break scan }
                     o[n] = byte
                     n += 1
                     if level == 0, i + 1 == end || !Byte.isScalar(base[i + 1]) { result = i + 1; i += 1; last = byte; break scan }
