@@ -3,7 +3,7 @@ import XCTest
 
 /// A JSON value that keeps the type the wire used (true is not 1, "1" is not 1),
 /// so replies can be compared with literal expected JSON.
-indirect enum JSONValue: Equatable, Sendable, CustomStringConvertible {
+enum JSONValue: Equatable, Sendable, CustomStringConvertible {
     case null
     case bool(Bool)
     case int(Int64)
@@ -26,33 +26,30 @@ indirect enum JSONValue: Equatable, Sendable, CustomStringConvertible {
         } catch {
             throw ParseError(text: String(decoding: data, as: UTF8.self), reason: "\(error)")
         }
-        return try JSONValue(foundation: any)
+        return try JSONValue.from(foundation: any)
     }
 
     static func parse(_ text: String) throws -> JSONValue { try parse(Data(text.utf8)) }
 
-    init(foundation any: Any) throws {
+    /// Converts what JSONSerialization made.
+    static func from(foundation any: Any) throws -> JSONValue {
         switch any {
         case is NSNull:
-            self = .null
+            return .null
         case let text as String:
-            self = .string(text)
+            return .string(text)
         case let number as NSNumber:
             // JSONSerialization makes booleans __NSCFBoolean (objCType "c"), reals "d".
             let type = String(cString: number.objCType)
-            if type == "c" || type == "B" {
-                self = .bool(number.boolValue)
-            } else if type == "d" || type == "f" {
-                self = .double(number.doubleValue)
-            } else {
-                self = .int(number.int64Value)
-            }
+            if type == "c" || type == "B" { return .bool(number.boolValue) }
+            if type == "d" || type == "f" { return .double(number.doubleValue) }
+            return .int(number.int64Value)
         case let array as [Any]:
-            self = .array(try array.map { try JSONValue(foundation: $0) })
+            return .array(try array.map { try JSONValue.from(foundation: $0) })
         case let object as [String: Any]:
             var members: [String: JSONValue] = [:]
-            for (key, value) in object { members[key] = try JSONValue(foundation: value) }
-            self = .object(members)
+            for (key, value) in object { members[key] = try JSONValue.from(foundation: value) }
+            return .object(members)
         default:
             throw ParseError(text: "\(any)", reason: "unexpected Foundation type \(type(of: any))")
         }

@@ -31,10 +31,15 @@ func nextpageBinary() throws -> String {
     if let path = ProcessInfo.processInfo.environment["NEXTPAGE_BIN"], !path.isEmpty {
         return path
     }
-    var candidates: [URL] = [Bundle.main.bundleURL.appendingPathComponent("nextpage")]
-    candidates.append(Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("nextpage"))
-    for bundle in Bundle.allBundles {
-        candidates.append(bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("nextpage"))
+    // The test binary (`.build/<config>/nextpagePackageTests.xctest`) sits
+    // beside the `nextpage` it tests. (Read from /proc, not from
+    // `Bundle.allBundles`, whose CoreFoundation list is never freed.)
+    let testBinary = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+    var candidates: [URL] = []
+    var folder = testBinary.deletingLastPathComponent()
+    for _ in 0..<4 {
+        candidates.append(folder.appendingPathComponent("nextpage"))
+        folder = folder.deletingLastPathComponent()
     }
     for url in candidates where FileManager.default.isExecutableFile(atPath: url.path) {
         return url.path
