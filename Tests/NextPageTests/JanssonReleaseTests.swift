@@ -15,24 +15,12 @@ final class JanssonReleaseTests: XCTestCase {
     static let probeVariable = "NEXTPAGE_UNIT_JANSSON_RELEASE_PROBE"
 
     func testPagingThousandsOfPagesLeavesNoJanssonBlockLive() throws {
-        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["NextPageTests.JanssonReleaseProbes"]
-        var environment = ProcessInfo.processInfo.environment
-        environment[Self.probeVariable] = "1"
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
+        let outcome = try ChildTestProcess.run("NextPageTests.JanssonReleaseProbes", variable: Self.probeVariable)
+        let text = outcome.output
         let lines = text.split(separator: "\n")
         let failures = lines.filter { $0.contains("error:") || $0.contains("Fatal error") }.joined(separator: "\n")
-        XCTAssertEqual(process.terminationReason, .exit, "the probe crashed:\n\(lines.suffix(20).joined(separator: "\n"))")
-        XCTAssertEqual(process.terminationStatus, 0, "the probe failed:\n\(failures)")
+        XCTAssertTrue(outcome.exited, "the probe crashed:\n\(lines.suffix(20).joined(separator: "\n"))")
+        XCTAssertEqual(outcome.status, 0, "the probe failed:\n\(failures)")
         XCTAssertTrue(lines.contains { $0.contains("Executed 1 test") }, "the probe did not run:\n\(text)")
     }
 }

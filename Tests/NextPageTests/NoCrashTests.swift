@@ -11,21 +11,8 @@ final class NoCrashTests: XCTestCase {
 
     /// Runs `CrashProbes/<name>` in a child process; returns how it ended and what it printed.
     private func runProbe(_ name: String) throws -> (exited: Bool, status: Int32, output: String) {
-        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["NextPageTests.CrashProbes/\(name)"]
-        var environment = ProcessInfo.processInfo.environment
-        environment[Self.probeVariable] = "1"
-        environment["SWIFT_BACKTRACE"] = "enable=no"   // a crash reports its message, without a slow backtrace
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationReason == .exit, process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let outcome = try ChildTestProcess.run("NextPageTests.CrashProbes/\(name)", variable: Self.probeVariable)
+        return (outcome.exited, outcome.status, outcome.output)
     }
 
     private func assertProbeSurvives(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws {
