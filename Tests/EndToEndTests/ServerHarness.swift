@@ -429,6 +429,19 @@ final class ServerHarness: @unchecked Sendable {
         readingPaused = true
     }
 
+    /// After `pauseReading`: waits until the server's stdout pipe is full
+    /// (the server can write no more); returns false after `timeout` seconds.
+    func waitUntilStdoutIsFull(timeout: TimeInterval) -> Bool {
+        let capacity = Int(fcntl(stdoutFD, 1032))   // F_GETPIPE_SZ (Linux), not exported to Swift
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            var queued: Int32 = 0
+            if ioctl(stdoutFD, UInt(FIONREAD), &queued) == 0, capacity > 0, Int(queued) >= capacity - 4096 { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
     /// Reads stdout again after `pauseReading`.
     func resumeReading() {
         condition.lock(); defer { condition.unlock() }
