@@ -110,14 +110,9 @@ private struct Scanner {
                     guard let valueEnd = skipValue(from: j) else { return nil }
                     j = valueEnd
                 }
-                j = skipWhitespace(j)
-                guard j < end else { return nil }
-                if base[j] == Byte.comma {
-                    j = skipWhitespace(j + 1)
-                    continue
-                }
-                guard base[j] == Byte.closeBrace else { return nil }
-                return Outcome(found: found, end: j + 1)
+                guard let next = afterMember(j, closing: Byte.closeBrace) else { return nil }
+                if next.closed { return Outcome(found: found, end: next.index) }
+                j = next.index
             }
         case Byte.openBracket:
             guard let index = Self.arrayIndex(token) else {
@@ -139,14 +134,9 @@ private struct Scanner {
                     j = valueEnd
                 }
                 position += 1
-                j = skipWhitespace(j)
-                guard j < end else { return nil }
-                if base[j] == Byte.comma {
-                    j = skipWhitespace(j + 1)
-                    continue
-                }
-                guard base[j] == Byte.closeBracket else { return nil }
-                return Outcome(found: found, end: j + 1)
+                guard let next = afterMember(j, closing: Byte.closeBracket) else { return nil }
+                if next.closed { return Outcome(found: found, end: next.index) }
+                j = next.index
             }
         default:
             guard let valueEnd = skipValue(from: i) else { return nil }
@@ -167,6 +157,17 @@ private struct Scanner {
     }
 
     // MARK: Lexing
+
+    /// After a member of an object or array ending at `start`: the start
+    /// of the next member past a comma, or the index past `closing`
+    /// (`closed`); nil when neither follows.
+    func afterMember(_ start: Int, closing: UInt8) -> (index: Int, closed: Bool)? {
+        let j = skipWhitespace(start)
+        guard j < end else { return nil }
+        if base[j] == Byte.comma { return (skipWhitespace(j + 1), false) }
+        guard base[j] == closing else { return nil }
+        return (j + 1, true)
+    }
 
     @inline(__always)
     func skipWhitespace(_ start: Int) -> Int {

@@ -7,22 +7,7 @@ import XCTest
 /// the same items, cursor, flags and ids, or the same error. Checked over
 /// thousands of generated pages, valid and broken, with a fixed seed.
 final class PageDecodingDifferentialTests: XCTestCase {
-    /// A small deterministic generator (SplitMix64).
-    struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-        mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-        mutating func pick<T>(_ values: [T]) -> T { values[below(values.count)] }
-    }
-
-    private var rng = Generator(state: 20_241_123)
+    private var rng = SplitMix64(state: 20_241_123)
 
     private func space() -> String {
         rng.chance(60) ? "" : rng.pick([" ", "\n", "\t", "  ", "\r\n ", " \n\t "])
@@ -158,4 +143,3 @@ final class PageDecodingDifferentialTests: XCTestCase {
     }
 }
 
-extension PageDecodingDifferentialTests.Generator: RandomNumberGenerator {}
