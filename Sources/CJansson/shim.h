@@ -10,4 +10,21 @@ static inline void np_json_decref(json_t *json) { json_decref(json); }
 static inline int np_json_typeof(const json_t *json) { return (int)json_typeof(json); }
 static inline size_t np_json_real_precision(int n) { return JSON_REAL_PRECISION(n); }
 
+/* Object members in the tree below `json`: the sum of the sizes of every
+ * object in it. A parse that kept every member it read would hold one per
+ * `"key":value` in the text; jansson keeps one per key. */
+static inline size_t np_json_member_count(json_t *json) {
+    size_t count = 0;
+    if (json_is_object(json)) {
+        count = json_object_size(json);
+        for (void *it = json_object_iter(json); it; it = json_object_iter_next(json, it))
+            count += np_json_member_count(json_object_iter_value(it));
+    } else if (json_is_array(json)) {
+        size_t size = json_array_size(json);
+        for (size_t i = 0; i < size; i++)
+            count += np_json_member_count(json_array_get(json, i));
+    }
+    return count;
+}
+
 #endif

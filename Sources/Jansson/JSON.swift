@@ -40,12 +40,11 @@ public final class JSON: @unchecked Sendable {
     ///
     /// Any JSON value is accepted at the top level; trailing non-whitespace
     /// is an error. An object that repeats a key keeps the last value (in
-    /// the place of the first), unless `rejectingDuplicateKeys`, which makes
-    /// it an error.
-    public static func parse(_ bytes: UnsafeRawBufferPointer, rejectingDuplicateKeys: Bool = false) throws(JSONParseError) -> JSON {
+    /// the place of the first); `memberCount` tells whether any did.
+    public static func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> JSON {
         var error = json_error_t()
         let base = bytes.baseAddress?.assumingMemoryBound(to: CChar.self)
-        let flags = JSON_DECODE_ANY | JSON_ALLOW_NUL | (rejectingDuplicateKeys ? JSON_REJECT_DUPLICATES : 0)
+        let flags = JSON_DECODE_ANY | JSON_ALLOW_NUL
         // json_loadb needs a non-null buffer even for zero bytes.
         let value: UnsafeMutablePointer<json_t>? = withUnsafePointer(to: 0 as CChar) { empty in
             json_loadb(base ?? empty, bytes.count, Int(flags), &error)
@@ -121,6 +120,13 @@ public final class JSON: @unchecked Sendable {
         case .array: return json_array_size(pointer)
         default: return 0
         }
+    }
+
+    /// Members of every object in this value, nested ones included: one
+    /// per key. Fewer than the `"key":value` pairs of the text it was
+    /// parsed from exactly when an object there repeated a key.
+    public var memberCount: Int {
+        np_json_member_count(pointer)
     }
 
     /// The member named `key` of an object, or `nil`.

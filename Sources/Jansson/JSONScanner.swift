@@ -22,6 +22,11 @@ public enum JSONScanner {
         public var bytes: [UInt8]
         /// Where each element starts in `bytes`.
         public var starts: [UInt32]
+        /// How many object members (`"key":value`) are written before each
+        /// element, then in the whole array (`starts.count + 1` entries).
+        /// A parser that keeps one member per key, as jansson does, holds
+        /// fewer exactly when an object repeats a key.
+        public var membersBefore: [UInt32]
         /// The bytes the array occupied in the scanned text.
         public var range: Range<Int>
         /// Nesting depth of the array within the text (1 for the root), plus
@@ -51,7 +56,7 @@ public enum JSONScanner {
         let start = scanner.skipWhitespace(0)
         guard start < text.count else { return nil }
         var out = [UInt8]()
-        guard let end = scanner.compactValue(from: start, into: &out, starts: nil, depth: nil) else { return nil }
+        guard let end = scanner.compactValue(from: start, into: &out, elements: nil, depth: nil) else { return nil }
         guard scanner.skipWhitespace(end) == text.count else { return nil }
         return out
     }
@@ -79,12 +84,11 @@ private struct Scanner {
                 return Outcome(found: nil, end: valueEnd)
             }
             var bytes = [UInt8]()
-            var starts = [UInt32]()
+            var elements = Elements()
             var maxDepth = 0
-            guard let arrayEnd = compactValue(from: i, into: &bytes, starts: &starts, depth: &maxDepth) else { return nil }
-            // Keep long-lived items tight: drop the capacity reserved for bytes that were whitespace.
-            if bytes.capacity - bytes.count > bytes.count / 16 + 64 { bytes = Array(bytes[...]) }
-            let found = JSONScanner.CompactArray(bytes: bytes, starts: starts, range: i..<arrayEnd, depth: depth + maxDepth)
+            guard let arrayEnd = compactValue(from: i, into: &bytes, elements: &elements, depth: &maxDepth) else { return nil }
+            let found = JSONScanner.CompactArray(
+                bytes: bytes, starts: elements.starts, membersBefore: elements.membersBefore, range: i..<arrayEnd, depth: depth + maxDepth)
             return Outcome(found: found, end: arrayEnd)
         }
         let rest = tokens.dropFirst()
@@ -245,24 +249,44 @@ private struct Scanner {
         }
     }
 
+    /// Where the elements of a compacted array start, and how many object
+    /// members come before each (see `JSONScanner.CompactArray`).
+    struct Elements {
+        var starts: [UInt32] = []
+        var membersBefore: [UInt32] = []
+        var members: UInt32 = 0
+
+        mutating func reserve(_ count: Int) {
+            starts.reserveCapacity(count)
+            membersBefore.reserveCapacity(count + 1)
+        }
+
+        mutating func begin(at offset: Int) {
+            starts.append(UInt32(offset))
+            membersBefore.append(members)
+        }
+    }
+
     /// Copies the value at `start` into `out` without whitespace outside
-    /// strings; returns the index just past it. When `starts` is given the
-    /// value must be an array, and the offset in `out` of each of its
-    /// elements is recorded. `depth` receives the deepest nesting reached.
-    func compactValue(from start: Int, into out: inout [UInt8], starts: UnsafeMutablePointer<[UInt32]>?, depth: UnsafeMutablePointer<Int>?) -> Int? {
+    /// strings; returns the index just past it. When `elements` is given the
+    /// value must be an array, and where each of its elements starts in
+    /// `out` is recorded, with the object members before it. `depth`
+    /// receives the deepest nesting reached.
+    func compactValue(from start: Int, into out: inout [UInt8], elements: UnsafeMutablePointer<Elements>?, depth: UnsafeMutablePointer<Int>?) -> Int? {
         var result: Int?
         let capacity = end - start
         var maxDepth = 0
-        var elementStarts: [UInt32] = []
-        let wantsStarts = starts != nil
+        var found = Elements()
+        let wantsStarts = elements != nil
         if wantsStarts {
             guard base[start] == Byte.openBracket else { return nil }
-            // A rough guess; the array grows if there are more.
-            elementStarts.reserveCapacity(min(capacity / 16 + 1, 1 << 20))
+            // A rough guess; the arrays grow if there are more.
+            found.reserve(min(capacity / 16 + 1, 1 << 20))
         }
         guard capacity < Int(UInt32.max) else { return nil }
         out = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
             let o = buffer.baseAddress!
+            let raw = UnsafeRawPointer(base)
             var i = start
             var n = 0
             var level = 0
@@ -271,11 +295,34 @@ private struct Scanner {
                 let byte = base[i]
                 switch byte {
                 case Byte.quote:
-                    guard let string = scanString(from: i) else { break scan }
-                    let length = string.end - i
-                    (o + n).update(from: base + i, count: length)
-                    n += length
-                    i = string.end
+                    // Copied as it is scanned, eight bytes at a time while none
+                    // of them is a quote or a backslash. Compacting never
+                    // writes ahead of reading, so `n + 8 <= i - start + 8`
+                    // stays within the buffer whenever `i + 8 <= end`.
+                    o[n] = byte
+                    n += 1
+                    i += 1
+                    while true {
+                        while i + 8 <= end {
+                            let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                            if Self.holdsQuoteOrBackslash(word) { break }
+                            UnsafeMutableRawPointer(o + n).storeBytes(of: word, as: UInt64.self)
+                            i += 8
+                            n += 8
+                        }
+                        guard i < end else { break scan }
+                        let c = base[i]
+                        o[n] = c
+                        n += 1
+                        i += 1
+                        if c == Byte.quote { break }
+                        if c == Byte.backslash {
+                            guard i < end else { break scan }
+                            o[n] = base[i]
+                            n += 1
+                            i += 1
+                        }
+                    }
                     last = Byte.quote
                     if level == 0 { result = i; break scan }
                     continue
@@ -295,7 +342,7 @@ private struct Scanner {
                     if wantsStarts && level == 1 {
                         // The first element starts after the bracket, unless the array is empty.
                         let k = skipWhitespace(i + 1)
-                        if k < end, base[k] != Byte.closeBracket { elementStarts.append(UInt32(n)) }
+                        if k < end, base[k] != Byte.closeBracket { found.begin(at: n) }
                     }
                 case Byte.closeBracket, Byte.closeBrace:
                     o[n] = byte
@@ -313,13 +360,18 @@ private struct Scanner {
                     o[n] = byte
                     n += 1
                     if level == 0 { break scan }
-                    if wantsStarts && level == 1 { elementStarts.append(UInt32(n)) }
+                    if wantsStarts && level == 1 { found.begin(at: n) }
                 default:
                     // Outside strings only numbers, literals and `:` are left. Any
                     // other byte is not ours to vouch for: jansson skips a NUL
                     // right after a number, so `[3\0]` would pass its check and
                     // the NUL would be forwarded.
-                    guard Byte.isScalar(byte) || (byte == Byte.colon && level > 0) else { break scan }
+                    if byte == Byte.colon {
+                        guard level > 0 else { break scan }
+                        found.members &+= 1
+                    } else {
+                        guard Byte.isScalar(byte) else { break scan }
+                    }
                     o[n] = byte
                     n += 1
                     if level == 0, i + 1 == end || !Byte.isScalar(base[i + 1]) { result = i + 1; i += 1; last = byte; break scan }
@@ -330,7 +382,8 @@ private struct Scanner {
             count = n
         }
         guard let result else { return nil }
-        starts?.pointee = elementStarts
+        found.membersBefore.append(found.members)
+        elements?.pointee = found
         depth?.pointee = maxDepth
         return result
     }

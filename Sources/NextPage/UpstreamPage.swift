@@ -22,7 +22,7 @@ public struct UpstreamPage: JSONDecodable {
     /// Each item's id (read through `paging.id`) when ids were asked for and
     /// the checks have run; otherwise empty.
     public var ids: [Cursor?]
-    /// The id of the last item, when `paging.id` is set (the `lastId` strategy's cursor).
+    /// The id of the last item, read for the `lastId` strategy (its cursor).
     public var lastItemId: Cursor?
     /// The value at `paging.next`, as a cursor.
     public var next: Cursor?
@@ -102,9 +102,9 @@ public struct UpstreamPage: JSONDecodable {
             else { return false }
             do {
                 try readFacts(root, into: &page, paging: paging)
-                if let idPointer = paging.id, !items.isEmpty {
+                if let idPointer = paging.id, paging.strategy == .lastId, !items.isEmpty {
                     let last = try JSON.parse(Array(items.array[items.span(items.count - 1)]))
-                    page.lastItemId = try readCursor(last.pointer(idPointer), at: idPointer, required: paging.strategy == .lastId)
+                    page.lastItemId = try readCursor(last.pointer(idPointer), at: idPointer, required: true)
                 }
             } catch {
                 return false
@@ -113,7 +113,7 @@ public struct UpstreamPage: JSONDecodable {
         }
         guard understood else { return nil }
         page.pendingCheck = PageCheck(
-            items: items, idPointer: wantsIds ? paging.id : nil, body: body, headers: response.headers,
+            items: items, membersBefore: found.membersBefore, idPointer: wantsIds ? paging.id : nil, body: body, headers: response.headers,
             paging: paging)
         return page
     }
@@ -144,8 +144,8 @@ public struct UpstreamPage: JSONDecodable {
                 if wantsIds {
                     page.ids = try elements.map { try readCursor($0.pointer(idPointer), at: idPointer, required: false) }
                 }
-                if let last = elements.last {
-                    page.lastItemId = try readCursor(last.pointer(idPointer), at: idPointer, required: paging.strategy == .lastId)
+                if paging.strategy == .lastId, let last = elements.last {
+                    page.lastItemId = try readCursor(last.pointer(idPointer), at: idPointer, required: true)
                 }
             }
             try readFacts(root, into: &page, paging: paging)
@@ -225,6 +225,9 @@ public struct PageCheck: Sendable {
     }
 
     let items: PageItems
+    /// Object members written before each item, then in all items (see
+    /// `JSONScanner.CompactArray.membersBefore`).
+    let membersBefore: [UInt32]
     /// Pointer to each item's id, when ids are wanted (`dedupe`).
     let idPointer: String?
     /// The page as sent, to name the place of an error.
@@ -255,11 +258,19 @@ public struct PageCheck: Sendable {
             let start = items.span(first).lowerBound
             var end = first + 1
             while end < items.count && items.span(end).upperBound - start <= Self.runBytes { end += 1 }
-            run.removeAll(keepingCapacity: true)
-            run.append(UInt8(ascii: "["))
-            run.append(contentsOf: items.array[start..<items.span(end - 1).upperBound])
-            run.append(UInt8(ascii: "]"))
-            guard check(run, count: end - first, ids: &ids, idFailure: &idFailure) else {
+            let members = Int(membersBefore[end] - membersBefore[first])
+            let valid: Bool
+            if first == 0 && end == items.count {
+                // One run holds them all: the array as it is.
+                valid = check(items.array, count: end, members: members, ids: &ids, idFailure: &idFailure)
+            } else {
+                run.removeAll(keepingCapacity: true)
+                run.append(UInt8(ascii: "["))
+                run.append(contentsOf: items.array[start..<items.span(end - 1).upperBound])
+                run.append(UInt8(ascii: "]"))
+                valid = check(run, count: end - first, members: members, ids: &ids, idFailure: &idFailure)
+            }
+            guard valid else {
                 return try readWhole()
             }
             first = end
@@ -280,13 +291,14 @@ public struct PageCheck: Sendable {
         return Outcome(ids: whole.ids, items: whole.items)
     }
 
-    /// Parses one run of `count` items; returns false when it is not JSON
-    /// or an object in it repeats a key. Reads their ids while no id has
+    /// Parses one run of `count` items holding `members` object members;
+    /// returns false when it is not JSON or an object in it repeats a key
+    /// (jansson then holds fewer members). Reads their ids while no id has
     /// failed yet.
-    private func check(_ run: [UInt8], count: Int, ids: inout [Cursor?], idFailure: inout LoadError?) -> Bool {
+    private func check(_ run: [UInt8], count: Int, members: Int, ids: inout [Cursor?], idFailure: inout LoadError?) -> Bool {
         JSON.withArena {
-            guard let array = try? run.withUnsafeBytes({ try JSON.parse($0, rejectingDuplicateKeys: true) }),
-                  array.kind == .array, array.count == count else { return false }
+            guard let array = try? JSON.parse(run),
+                  array.kind == .array, array.count == count, array.memberCount == members else { return false }
             guard let idPointer, idFailure == nil else { return true }
             for index in 0..<count {
                 do {

@@ -32,6 +32,19 @@ final class JSONScannerTests: XCTestCase {
         XCTAssertTrue(try JSON.parse(found.bytes).isEqual(to: parsedOriginal))
     }
 
+    func testCountsTheObjectMembersBeforeEachElement() throws {
+        // Colons inside strings and keys are not members; nested objects are.
+        let text = #"{"skip": {"x": 1}, "items": [{"a:b": "c:d", "n": {"m": 1, "k": [{"j": 2}]}}, [1, 2], {}, {"z" : "\":"}]}"#
+        let found = try XCTUnwrap(compact(text, at: "/items"))
+        XCTAssertEqual(found.membersBefore, [0, 5, 5, 5, 6])
+        XCTAssertEqual(try XCTUnwrap(compact(#"{"items": []}"#, at: "/items")).membersBefore, [0])
+        // The count agrees with jansson's tree when no key repeats, and not when one does.
+        XCTAssertEqual(try JSON.parse(found.bytes).memberCount, 6)
+        let repeated = try XCTUnwrap(compact(#"{"items": [{"a": 1, "b": {"c": 1, "\u0063": 2}}]}"#, at: "/items"))
+        XCTAssertEqual(repeated.membersBefore, [0, 4])
+        XCTAssertEqual(try JSON.parse(repeated.bytes).memberCount, 3)
+    }
+
     func testEmptyArraysNestedPointersAndTheWholeText() throws {
         XCTAssertEqual(compact(#"{"items": [ ]}"#, at: "/items")?.starts, [])
         XCTAssertEqual(compact(#"{"items": [ ]}"#, at: "/items").map { String(decoding: $0.bytes, as: UTF8.self) }, "[]")
@@ -87,6 +100,28 @@ final class JSONScannerTests: XCTestCase {
         let found = try XCTUnwrap(compact(text, at: "/items"))
         XCTAssertEqual(items(found), [#""a \" ] } , [ b""#, #""\\""#, #""\u00e9 é 😀""#, #""tab\there""#])
         XCTAssertTrue(try JSON.parse(found.bytes).isEqual(to: JSON.parse(text).pointer("/items")!))
+    }
+
+    func testStringsOfEveryLengthWithEscapesAnywhereAreCopiedWhole() throws {
+        // Strings are copied a word at a time: every length around a word, an
+        // escape at every place in it, and the text ending right after it.
+        for length in 0..<20 {
+            for escapeAt in [-1] + Array(0..<length) {
+                var body = String(repeating: "x", count: length)
+                if escapeAt >= 0 {
+                    let index = body.index(body.startIndex, offsetBy: escapeAt)
+                    body.replaceSubrange(index...index, with: #"\""#)
+                }
+                for text in [#"["\#(body)"]"#, #"[ "\#(body)" , {"\#(body)" : "\#(body)"} ]"#] {
+                    let found = try XCTUnwrap(compact(text, at: ""), text)
+                    XCTAssertEqual(String(decoding: found.bytes, as: UTF8.self), text.replacingOccurrences(of: " ", with: ""), text)
+                    XCTAssertTrue(try JSON.parse(found.bytes).isEqual(to: JSON.parse(text)), text)
+                }
+                // An unfinished string is refused, wherever the text stops.
+                XCTAssertNil(compact(#"["\#(body)"#, at: ""))
+                XCTAssertNil(compact(#"["\#(body)\"#, at: ""))
+            }
+        }
     }
 
     func testDepthCountsTheContainersAroundAndInside() {

@@ -9,7 +9,8 @@ final class DuplicateKeyDecodingTests: XCTestCase {
     private let paging = Paging(strategy: .cursor, items: "/items", next: "/next", id: "/id")
 
     /// The items as delivered by `decode` (scanned when it can be) and by `decodeWhole`.
-    private func bothWays(_ page: String, wantsIds: Bool = false) throws -> (decoded: UpstreamPage, whole: UpstreamPage) {
+    private func bothWays(_ page: String, wantsIds: Bool = false, paging: Paging? = nil) throws -> (decoded: UpstreamPage, whole: UpstreamPage) {
+        let paging = paging ?? self.paging
         let response = UpstreamResponse(body: Array(page.utf8))
         let request = PageRequest(cursor: .string("c"), isFirstPage: false, paging: paging, options: CollectionOptions(dedupe: wantsIds))
         XCTAssertNotNil(UpstreamPage.decodeScanned(response, paging: paging, wantsIds: wantsIds), "the page takes the scanned path")
@@ -32,9 +33,11 @@ final class DuplicateKeyDecodingTests: XCTestCase {
         let (decoded, whole) = try bothWays(#"{"items": [{"id": 1}, {"id": 5, "id": 7}], "next": null}"#, wantsIds: true)
         XCTAssertEqual(decoded.ids, [.integer(1), .integer(7)])
         XCTAssertEqual(whole.ids, decoded.ids)
-        XCTAssertEqual(decoded.lastItemId, .integer(7))
-        XCTAssertEqual(whole.lastItemId, .integer(7))
         XCTAssertEqual(decoded.items.map(\.description), [#"{"id":1}"#, #"{"id":7}"#])
+        let keyset = Paging(strategy: .lastId, items: "/items", id: "/id")
+        let (decodedKeyset, wholeKeyset) = try bothWays(#"{"items": [{"id": 1}, {"id": 5, "id": 7}]}"#, paging: keyset)
+        XCTAssertEqual(decodedKeyset.lastItemId, .integer(7))
+        XCTAssertEqual(wholeKeyset.lastItemId, .integer(7))
     }
 
     func testRepeatedPageKeysKeepTheLastItemsAndCursor() throws {
@@ -43,6 +46,34 @@ final class DuplicateKeyDecodingTests: XCTestCase {
         XCTAssertEqual(whole.items.map(\.description), [#"{"id":3}"#])
         XCTAssertEqual(decoded.next, .string("b"))
         XCTAssertEqual(whole.next, .string("b"))
+    }
+
+    func testKeysEqualOnceUnescapedAreRepeatedKeys() throws {
+        let (decoded, whole) = try bothWays(#"{"items": [{"id": 1, "a": 1, "\u0061": 2}], "next": null}"#)
+        XCTAssertEqual(decoded.items.map(\.description), [#"{"id":1,"a":2}"#])
+        XCTAssertEqual(whole.items.map(\.description), decoded.items.map(\.description))
+    }
+
+    func testARepeatedKeyIsFoundInWhicheverRunItLies() throws {
+        // Items are checked in runs of `PageCheck.runBytes`: a repeated key
+        // in the first, a middle or the last run is found all the same, and
+        // colons inside strings are not taken for members.
+        let filler = String(repeating: "x:", count: 200)
+        let count = 3 * PageCheck.runBytes / 400
+        for repeatedAt in [0, count / 2, count - 1] {
+            var items: [String] = []
+            for index in 0..<count {
+                let extra = index == repeatedAt ? #", "v": 2"# : ""
+                items.append(#"{"id": \#(index), "s": "\#(filler)", "v": 1\#(extra)}"#)
+            }
+            let (decoded, whole) = try bothWays(#"{"items": ["# + items.joined(separator: ", ") + #"], "next": null}"#)
+            XCTAssertEqual(decoded.items.count, count)
+            XCTAssertEqual(decoded.items.map(\.description), whole.items.map(\.description), "repeated at \(repeatedAt)")
+            XCTAssertEqual(decoded.items[repeatedAt].description, #"{"id":\#(repeatedAt),"s":"\#(filler)","v":2}"#)
+            if repeatedAt > 0 {
+                XCTAssertEqual(decoded.items[0].description, #"{"id":0,"s":"\#(filler)","v":1}"#)
+            }
+        }
     }
 
     func testItemsWithoutRepeatedKeysAreForwardedAsSent() throws {

@@ -192,7 +192,9 @@ final class StrategyTests: XCTestCase {
         XCTAssertEqual(page.ids, [.integer(1), .string("b"), nil, nil])
         let plain = try decode(#"{"items": [{"id": 1}]}"#, paging)
         XCTAssertEqual(plain.ids, [], "ids are read only for dedupe")
-        XCTAssertEqual(plain.lastItemId, .integer(1))
+        XCTAssertNil(plain.lastItemId, "only the lastId strategy reads the last item's id")
+        let keyset = try decode(#"{"items": [{"id": 1}, {"id": 2}]}"#, Paging(strategy: .lastId, id: "/id"))
+        XCTAssertEqual(keyset.lastItemId, .integer(2))
     }
 
     func testDecodeErrorNotJSONCarriesLineAndColumn() {
