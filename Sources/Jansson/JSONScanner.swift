@@ -204,6 +204,38 @@ private struct Scanner {
         }
     }
 
+    /// `scanString` that also copies the string, quotes included, to `out`;
+    /// returns the index just past the closing quote (the bytes up to it are
+    /// what was written). Copies eight bytes at a time too, so `out` must
+    /// have room for `end - start` bytes: what is left of the text.
+    @inline(__always)
+    func copyString(from start: Int, to out: UnsafeMutablePointer<UInt8>) -> Int? {
+        // A string is copied byte for byte: `text[start + k]` goes to `out[k]`.
+        let to = out - start
+        to[start] = Byte.quote
+        var i = start + 1
+        let raw = UnsafeRawPointer(base)
+        while true {
+            while i + 8 <= end {
+                let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                if Self.holdsQuoteOrBackslash(word) { break }
+                UnsafeMutableRawPointer(to + i).storeBytes(of: word, as: UInt64.self)
+                i += 8
+            }
+            guard i < end else { return nil }
+            let byte = base[i]
+            to[i] = byte
+            if byte == Byte.quote { return i + 1 }
+            if byte == Byte.backslash {
+                guard i + 1 < end else { return nil }
+                to[i + 1] = base[i + 1]
+                i += 2
+            } else {
+                i += 1
+            }
+        }
+    }
+
     /// Whether any byte of `word` is `"` or `\` (a byte equal to the
     /// pattern XORs to zero; the classic zero-byte test finds it).
     @inline(__always)
@@ -286,7 +318,6 @@ private struct Scanner {
         guard capacity < Int(UInt32.max) else { return nil }
         out = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
             let o = buffer.baseAddress!
-            let raw = UnsafeRawPointer(base)
             var i = start
             var n = 0
             var level = 0
@@ -295,34 +326,10 @@ private struct Scanner {
                 let byte = base[i]
                 switch byte {
                 case Byte.quote:
-                    // Copied as it is scanned, eight bytes at a time while none
-                    // of them is a quote or a backslash. Compacting never
-                    // writes ahead of reading, so `n + 8 <= i - start + 8`
-                    // stays within the buffer whenever `i + 8 <= end`.
-                    o[n] = byte
-                    n += 1
-                    i += 1
-                    while true {
-                        while i + 8 <= end {
-                            let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                            if Self.holdsQuoteOrBackslash(word) { break }
-                            UnsafeMutableRawPointer(o + n).storeBytes(of: word, as: UInt64.self)
-                            i += 8
-                            n += 8
-                        }
-                        guard i < end else { break scan }
-                        let c = base[i]
-                        o[n] = c
-                        n += 1
-                        i += 1
-                        if c == Byte.quote { break }
-                        if c == Byte.backslash {
-                            guard i < end else { break scan }
-                            o[n] = base[i]
-                            n += 1
-                            i += 1
-                        }
-                    }
+                    // Compacting never writes ahead of reading (`n <= i - start`).
+                    guard let stringEnd = copyString(from: i, to: o + n) else { break scan }
+                    n += stringEnd - i
+                    i = stringEnd
                     last = Byte.quote
                     if level == 0 { result = i; break scan }
                     continue
