@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Jansson
 
 /// The items a collection keeps for `items`: the newest `capacity` items,
@@ -5,32 +10,34 @@ import Jansson
 ///
 /// Item bytes are copied, compact, into slabs, never one allocation per
 /// item or per small page. A new slab is about as large as the bytes kept
-/// when it is made (4 KiB at least, 1 MiB at most, or one big page), so the
-/// memory kept stays close to the bytes kept: a collection that keeps ten
-/// small items holds a few kilobytes, however many pages flow past it. A
-/// slab is let go once every item in it has been pushed out by newer ones.
+/// when it is made (4 KiB at least, 2 MiB at most, or one item larger than
+/// that), so the memory kept stays close to the bytes kept: a collection
+/// that keeps ten small items holds a few kilobytes, however many pages flow
+/// past it. A page that does not fit in what is left of a slab is split
+/// between it and the next one, at an item boundary. A slab is let go once
+/// every item in it has been pushed out by newer ones.
 public struct ItemBuffer: Sendable {
     /// How many items are kept at most (`maxItems`).
     public let capacity: Int
 
     /// The smallest slab.
     static let minSlabBytes = 4 << 10
-    /// The largest slab, unless one page needs more.
-    static let slabBytes = 1 << 20
+    /// The largest slab, unless one item needs more.
+    static let slabBytes = Slab.hugePageBytes
 
-    /// The items of one page: where they are in their slab.
+    /// Consecutive items of one page that lie in one slab: where they are.
     private struct Page {
         /// Absolute number of the slab (see `firstSlab`).
         var slab: Int
         /// Offset in the slab of each item's first byte, then the end of the last item.
         var bounds: [UInt32]
-        /// Absolute offset of the page's first item.
+        /// Absolute offset of the first of these items.
         var offset: Int
 
         var count: Int { bounds.count - 1 }
     }
 
-    private var slabs: [[UInt8]] = []
+    private var slabs: [Slab] = []
     /// Absolute number of `slabs[0]`.
     private var firstSlab = 0
     private var pages: [Page] = []
@@ -50,22 +57,38 @@ public struct ItemBuffer: Sendable {
     /// Bytes allocated for item storage (the slabs' capacities).
     public var reservedBytes: Int { slabs.reduce(0) { $0 + $1.capacity } }
 
+    /// How many slabs hold items now.
+    public var slabCount: Int { slabs.count }
+
     /// Appends a page's items, dropping the oldest beyond `capacity`.
     public mutating func append(_ items: PageItems) {
         guard !items.isEmpty else { return }
         let keep = min(items.count, capacity)
-        if keep > 0 {
-            // Items that would be dropped at once are never copied.
-            let first = items.count - keep
-            let bytes = items.span(first).lowerBound..<items.span(items.count - 1).upperBound
-            let slab = reserve(bytes.count)
-            let base = slabs[slab - firstSlab].count
+        // Items that would be dropped at once are never copied.
+        var first = items.count - keep
+        while first < items.count {
+            // As many items as fit in the last slab, which is made anew when
+            // not even the first of them fits.
+            let start = items.span(first).lowerBound
+            let room = slabs.last?.room ?? 0
+            var end = first
+            while end < items.count && items.span(end).upperBound - start <= room { end += 1 }
+            if end == first {
+                addSlab(atLeast: items.span(first).count)
+                continue
+            }
+            let last = slabs.count - 1
+            if !isKnownUniquelyReferenced(&slabs[last]) { slabs[last] = slabs[last].copy() }
+            let slab = slabs[last]
+            let base = slab.count
             var bounds: [UInt32] = []
-            bounds.reserveCapacity(keep + 1)
-            for index in first..<items.count { bounds.append(UInt32(base + items.span(index).lowerBound - bytes.lowerBound)) }
+            bounds.reserveCapacity(end - first + 1)
+            for index in first..<end { bounds.append(UInt32(base + items.span(index).lowerBound - start)) }
+            let bytes = start..<items.span(end - 1).upperBound
             bounds.append(UInt32(base + bytes.count))
-            slabs[slab - firstSlab].append(contentsOf: items.array[bytes])
-            pages.append(Page(slab: slab, bounds: bounds, offset: endOffset + first))
+            items.array.withUnsafeBufferPointer { slab.append(UnsafeBufferPointer(rebasing: $0[bytes])) }
+            pages.append(Page(slab: firstSlab + last, bounds: bounds, offset: endOffset + first))
+            first = end
         }
         endOffset += items.count
         firstOffset = max(firstOffset, endOffset - capacity)
@@ -90,18 +113,12 @@ public struct ItemBuffer: Sendable {
         append(PageItems(items))
     }
 
-    /// The absolute number of a slab with room for `size` more bytes.
-    private mutating func reserve(_ size: Int) -> Int {
-        if let last = slabs.last, last.capacity - last.count >= size, size + last.count <= Int(UInt32.max) {
-            return firstSlab + slabs.count - 1
-        }
+    /// Adds a slab with room for at least `size` bytes.
+    private mutating func addSlab(atLeast size: Int) {
         // As large as what is kept now: memory grows with the bytes kept,
         // and a collection that keeps much makes few slabs.
         let kept = slabs.reduce(0) { $0 + $1.count }
-        var slab: [UInt8] = []
-        slab.reserveCapacity(max(size, min(Self.slabBytes, max(Self.minSlabBytes, kept))))
-        slabs.append(slab)
-        return firstSlab + slabs.count - 1
+        slabs.append(Slab(capacity: max(size, min(Self.slabBytes, max(Self.minSlabBytes, kept)))))
     }
 
     /// Items with absolute offsets in `offset ..< offset + limit` that are
@@ -123,7 +140,7 @@ public struct ItemBuffer: Sendable {
             for item in (position - page.offset)..<to {
                 if !starts.isEmpty { bytes.append(UInt8(ascii: ",")) }
                 starts.append(UInt32(bytes.count))
-                bytes.append(contentsOf: slab[Int(page.bounds[item])..<itemEnd(page, item)])
+                bytes.append(contentsOf: slab.bytes(Int(page.bounds[item])..<itemEnd(page, item)))
             }
             position = page.offset + to
             index += 1
@@ -164,5 +181,88 @@ public struct ItemBuffer: Sendable {
         removeAll()
         firstOffset = max(0, offset)
         endOffset = firstOffset
+    }
+}
+
+/// Memory for item bytes that are written once and never moved: the first
+/// `count` of `capacity` bytes are in use and never change, so copies of an
+/// `ItemBuffer` may share a slab; only a buffer holding the sole reference
+/// appends to it.
+///
+/// A slab of 2 MiB or more is mapped on a 2 MiB boundary and asked to be
+/// backed by huge pages: filling it then costs one page fault per 2 MiB
+/// rather than one per 4 KiB, which is much of the cost of keeping items
+/// (a collection keeping a million items faults in hundreds of megabytes).
+/// Where huge pages are off, it is ordinary memory.
+final class Slab: @unchecked Sendable {
+    static let hugePageBytes = 2 << 20
+
+    let base: UnsafeMutablePointer<UInt8>
+    let capacity: Int
+    private(set) var count = 0
+    /// Whether `base` was mapped (and is unmapped) rather than allocated.
+    private let mapped: Bool
+
+    init(capacity: Int) {
+        if capacity >= Self.hugePageBytes, let region = Self.mapAligned(capacity) {
+            base = region.base
+            self.capacity = region.size
+            mapped = true
+        } else {
+            base = .allocate(capacity: capacity)
+            self.capacity = capacity
+            mapped = false
+        }
+    }
+
+    deinit {
+        if mapped {
+            munmap(base, capacity)
+        } else {
+            base.deallocate()
+        }
+    }
+
+    var room: Int { capacity - count }
+
+    /// Appends bytes that fit in the room left.
+    func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        precondition(bytes.count <= room, "slab overflow")
+        guard let source = bytes.baseAddress else { return }
+        (base + count).initialize(from: source, count: bytes.count)
+        count += bytes.count
+    }
+
+    /// The bytes in `range` (below `count`).
+    func bytes(_ range: Range<Int>) -> UnsafeBufferPointer<UInt8> {
+        precondition(range.lowerBound >= 0 && range.upperBound <= count, "slab range out of bounds")
+        return UnsafeBufferPointer(start: base + range.lowerBound, count: range.count)
+    }
+
+    /// A slab of the same capacity holding the same bytes.
+    func copy() -> Slab {
+        let copy = Slab(capacity: capacity)
+        copy.append(UnsafeBufferPointer(start: base, count: count))
+        return copy
+    }
+
+    /// `size` rounded up to whole huge pages, mapped on a huge-page boundary
+    /// (a larger mapping, trimmed at both ends) and advised to use huge pages.
+    private static func mapAligned(_ size: Int) -> (base: UnsafeMutablePointer<UInt8>, size: Int)? {
+        let huge = hugePageBytes
+        let rounded = (size + huge - 1) / huge * huge
+        guard let raw = mmap(nil, rounded + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+              raw != MAP_FAILED else { return nil }
+        let address = Int(bitPattern: raw)
+        let aligned = (address + huge - 1) & ~(huge - 1)
+        let head = aligned - address
+        if head > 0 { munmap(raw, head) }
+        let tail = huge - head
+        if tail > 0 { munmap(UnsafeMutableRawPointer(bitPattern: aligned + rounded), tail) }
+        let base = UnsafeMutableRawPointer(bitPattern: aligned)!
+        #if os(Linux)
+        _ = madvise(base, rounded, Int32(MADV_HUGEPAGE))
+        #endif
+        return (base.bindMemory(to: UInt8.self, capacity: rounded), rounded)
     }
 }
