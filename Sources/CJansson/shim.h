@@ -27,4 +27,21 @@ static inline size_t np_json_member_count(json_t *json) {
     return count;
 }
 
+/* Whether no value in the tree below `json` is referenced from elsewhere:
+ * every reference count is 1 (true, false and null are shared constants
+ * that are never counted). */
+static inline int np_json_unshared(json_t *json) {
+    if (json_is_true(json) || json_is_false(json) || json_is_null(json)) return 1;
+    if (json->refcount != 1) return 0;
+    if (json_is_object(json)) {
+        for (void *it = json_object_iter(json); it; it = json_object_iter_next(json, it))
+            if (!np_json_unshared(json_object_iter_value(it))) return 0;
+    } else if (json_is_array(json)) {
+        size_t size = json_array_size(json);
+        for (size_t i = 0; i < size; i++)
+            if (!np_json_unshared(json_array_get(json, i))) return 0;
+    }
+    return 1;
+}
+
 #endif

@@ -17,19 +17,30 @@ public final class JSON: @unchecked Sendable {
     }
 
     let raw: OpaquePointer
+    /// False only for the root of a tree in a scratch scope, which the
+    /// scope releases whole (see `parseScratch`).
+    private let releases: Bool
 
     /// Takes over a reference the caller owns (a "new reference" in jansson's terms).
     init(owning raw: OpaquePointer) {
         self.raw = raw
+        self.releases = true
     }
 
     /// Adds a reference of its own to a borrowed value (a "borrowed reference").
     init(retaining raw: OpaquePointer) {
         self.raw = OpaquePointer(np_json_incref(UnsafeMutablePointer(raw)))!
+        self.releases = true
+    }
+
+    /// The root of a tree that its scratch scope releases.
+    private init(scratchRoot raw: OpaquePointer) {
+        self.raw = raw
+        self.releases = false
     }
 
     deinit {
-        np_json_decref(UnsafeMutablePointer(raw))
+        if releases { np_json_decref(UnsafeMutablePointer(raw)) }
     }
 
     var pointer: UnsafeMutablePointer<json_t> { UnsafeMutablePointer(raw) }
@@ -51,6 +62,37 @@ public final class JSON: @unchecked Sendable {
         }
         guard let value else { throw JSONParseError(error) }
         return JSON(owning: OpaquePointer(value))
+    }
+
+    /// Parses one JSON text (as `parse`) for `body` to read, and releases
+    /// the tree when `body` returns.
+    ///
+    /// The tree is built in a scratch scope of this thread's arena and
+    /// released whole, by dropping the scope, rather than value by value:
+    /// for a tree read once and thrown away, walking it to free each value
+    /// costs about as much again as building it. So nothing of the tree may
+    /// outlive `body`: neither the value passed in nor any value taken from
+    /// it (checked: a reference left over stops the process; in debug builds
+    /// every value of the tree is checked). Where no scratch scope can be
+    /// opened (inside an arena scope, or in builds with sanitizers) the
+    /// tree is released as usual.
+    public static func parseScratch<T>(_ bytes: [UInt8], _ body: (JSON) -> T) throws(JSONParseError) -> T {
+        let scratch = np_scratch_begin() != 0
+        defer { if scratch { np_scratch_end() } }
+        var error = json_error_t()
+        let flags = JSON_DECODE_ANY | JSON_ALLOW_NUL
+        let value: UnsafeMutablePointer<json_t>? = bytes.withUnsafeBytes { buffer in
+            withUnsafePointer(to: 0 as CChar) { empty in
+                json_loadb(buffer.baseAddress?.assumingMemoryBound(to: CChar.self) ?? empty, buffer.count, Int(flags), &error)
+            }
+        }
+        guard let value else { throw JSONParseError(error) }
+        guard scratch else { return body(JSON(owning: OpaquePointer(value))) }
+        var root = JSON(scratchRoot: OpaquePointer(value))
+        let result = body(root)
+        precondition(isKnownUniquelyReferenced(&root), "a scratch tree's root outlived the scope that releases it")
+        assert(np_json_unshared(value) != 0, "a value of a scratch tree outlived the scope that releases it")
+        return result
     }
 
     /// Parses one JSON text from an array of bytes.

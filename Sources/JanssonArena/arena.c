@@ -26,6 +26,8 @@ typedef struct np_chunk {
     long local;
     size_t used;
     size_t capacity;
+    /* Chunks filled during a scratch scope, newest first. */
+    struct np_chunk *next_full;
     _Alignas(16) unsigned char data[];
 } np_chunk;
 
@@ -47,6 +49,9 @@ static const long np_bias = 1L << 60;
 
 static _Thread_local np_chunk *np_current;
 static _Thread_local int np_depth;
+/* Inside a scratch scope: chunks it filled are kept here, not retired. */
+static _Thread_local int np_scratch;
+static _Thread_local np_chunk *np_scratch_full;
 static atomic_int np_counting;
 static atomic_long np_live;
 
@@ -59,6 +64,7 @@ static np_chunk *np_new_chunk(size_t at_least) {
     chunk->local = 0;
     chunk->used = 0;
     chunk->capacity = capacity;
+    chunk->next_full = NULL;
     return chunk;
 }
 
@@ -79,8 +85,17 @@ static void *np_malloc(size_t size) {
             size_t wanted = chunk ? chunk->capacity * 2 : np_min_chunk;
             np_chunk *fresh = np_new_chunk(wanted > need ? wanted : need);
             if (fresh) {
-                if (chunk) np_retire(chunk);
+                if (chunk && np_scratch) {
+                    chunk->next_full = np_scratch_full;
+                    np_scratch_full = chunk;
+                } else if (chunk) {
+                    np_retire(chunk);
+                }
                 np_current = chunk = fresh;
+            } else if (np_scratch) {
+                /* A block from malloc would outlive the scratch scope's drop. */
+                if (atomic_load_explicit(&np_counting, memory_order_relaxed)) atomic_fetch_sub_explicit(&np_live, 1, memory_order_relaxed);
+                return NULL;
             } else {
                 chunk = NULL;
             }
@@ -135,6 +150,56 @@ void np_arena_end(void) {
     }
     np_current = NULL;
     np_retire(chunk);
+}
+
+int np_scratch_begin(void) {
+#ifdef NP_ARENA_DISABLED
+    return 0;
+#else
+    if (np_depth > 0) return 0;
+    /* At depth 0 the current chunk, if any, holds no live block (see
+     * np_arena_end): everything carved from now on belongs to the scope. */
+    np_depth = 1;
+    np_scratch = 1;
+    np_scratch_full = NULL;
+    return 1;
+#endif
+}
+
+/* Blocks of a chunk carved and not freed: the owner's count and the
+ * count of frees from elsewhere, which started at np_bias. */
+static long np_chunk_live(np_chunk *chunk) {
+    return chunk->local + atomic_load_explicit(&chunk->remote, memory_order_acquire) - np_bias;
+}
+
+void np_scratch_end(void) {
+#ifndef NP_ARENA_DISABLED
+    if (!np_scratch) return;
+    long dropped = 0;
+    np_chunk *chunk = np_scratch_full;
+    while (chunk) {
+        np_chunk *next = chunk->next_full;
+        dropped += np_chunk_live(chunk);
+        free(chunk);
+        chunk = next;
+    }
+    np_scratch_full = NULL;
+    chunk = np_current;
+    if (chunk) {
+        dropped += np_chunk_live(chunk);
+        if (chunk->capacity <= np_keep_chunk) {
+            chunk->used = 0;
+            chunk->local = 0;
+            atomic_store_explicit(&chunk->remote, np_bias, memory_order_relaxed);
+        } else {
+            np_current = NULL;
+            free(chunk);
+        }
+    }
+    if (atomic_load_explicit(&np_counting, memory_order_relaxed)) atomic_fetch_sub_explicit(&np_live, dropped, memory_order_relaxed);
+    np_scratch = 0;
+    np_depth = 0;
+#endif
 }
 
 int np_arena_enabled(void) {

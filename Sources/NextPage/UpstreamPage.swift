@@ -296,9 +296,8 @@ public struct PageCheck: Sendable {
     /// (jansson then holds fewer members). Reads their ids while no id has
     /// failed yet.
     private func check(_ run: [UInt8], count: Int, members: Int, ids: inout [Cursor?], idFailure: inout LoadError?) -> Bool {
-        JSON.withArena {
-            guard let array = try? JSON.parse(run),
-                  array.kind == .array, array.count == count, array.memberCount == members else { return false }
+        let checked = try? JSON.parseScratch(run) { array -> Bool in
+            guard array.kind == .array, array.count == count, array.memberCount == members else { return false }
             guard let idPointer, idFailure == nil else { return true }
             for index in 0..<count {
                 do {
@@ -310,5 +309,6 @@ public struct PageCheck: Sendable {
             }
             return true
         }
+        return checked ?? false
     }
 }

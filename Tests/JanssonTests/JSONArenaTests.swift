@@ -4,7 +4,8 @@ import XCTest
 
 /// Values built inside `JSON.withArena` are ordinary values: they may outlive
 /// the scope and be released on another thread, and every block is still
-/// released exactly once.
+/// released exactly once. Trees parsed with `JSON.parseScratch` are released
+/// whole when their scope ends.
 final class JSONArenaTests: XCTestCase {
     private static let counting: Void = JanssonAllocations.startCounting()
 
@@ -70,6 +71,64 @@ final class JSONArenaTests: XCTestCase {
             }
         }
         XCTAssertEqual(dumped, #"{"a":1,"b":["x",null]}"#)
+        XCTAssertEqual(JanssonAllocations.live, before)
+    }
+
+    // MARK: Scratch trees
+
+    func testScratchTreesAreDroppedWholeAndLeaveNothingLive() throws {
+        let before = JanssonAllocations.live
+        for _ in 0..<500 {
+            let id: Int64? = try JSON.parseScratch(Array(document.utf8)) { root in
+                root.pointer("/items/1/id")?.integer
+            }
+            XCTAssertEqual(id, 2)
+        }
+        XCTAssertEqual(JanssonAllocations.live, before)
+    }
+
+    func testAScratchTreeLargerThanAnArenaChunk() throws {
+        // Far more than one chunk's 256 KiB of tree: chunks filled inside the
+        // scope are dropped with it.
+        let text = "[" + (0..<20_000).map { #"{"id":\#($0),"name":"item \#($0)","tags":["a","b"]}"# }.joined(separator: ",") + "]"
+        let before = JanssonAllocations.live
+        for _ in 0..<3 {
+            let (count, members, last): (Int, Int, Int64?) = try JSON.parseScratch(Array(text.utf8)) { root in
+                (root.count, root.memberCount, root[19_999]?.pointer("/id")?.integer)
+            }
+            XCTAssertEqual(count, 20_000)
+            XCTAssertEqual(members, 60_000)
+            XCTAssertEqual(last, 19_999)
+        }
+        XCTAssertEqual(JanssonAllocations.live, before)
+    }
+
+    func testValuesKeptFromEarlierScopesSurviveScratchScopes() throws {
+        let kept = try JSON.withArena { try JSON.parse(document) }
+        for index in 0..<200 {
+            let echoed = try JSON.parseScratch(Array(#"{"other": [1, 2, 3, "overwrite me \#(index)"]}"#.utf8)) { root in
+                root.pointer("/other/3")?.string
+            }
+            XCTAssertEqual(echoed, "overwrite me \(index)")
+        }
+        XCTAssertEqual(kept.compactString, #"{"items":[{"id":1,"name":"a"},{"id":2,"tags":["x","y"]}],"next":"c2"}"#)
+    }
+
+    func testAScratchParseInsideAnArenaScopeIsReleasedAsUsual() throws {
+        let before = JanssonAllocations.live
+        let name: String? = try JSON.withArena {
+            try JSON.parseScratch(Array(document.utf8)) { $0.pointer("/items/0/name")?.string }
+        }
+        XCTAssertEqual(name, "a")
+        XCTAssertEqual(JanssonAllocations.live, before)
+    }
+
+    func testAScratchParseErrorLeavesNothingLive() throws {
+        let before = JanssonAllocations.live
+        XCTAssertThrowsError(try JSON.parseScratch(Array(#"[{"a": 1}, {"b": "#.utf8)) { $0.count }) { error in
+            XCTAssertTrue(error is JSONParseError)
+        }
+        XCTAssertEqual(try JSON.parseScratch(Array("[1,2]".utf8)) { $0.count }, 2)
         XCTAssertEqual(JanssonAllocations.live, before)
     }
 

@@ -30,6 +30,18 @@ void np_arena_begin(void);
 /* Closes the scope opened by the matching np_arena_begin. */
 void np_arena_end(void);
 
+/* Opens a scratch scope on this thread: an arena scope whose blocks are
+ * all dropped at once by np_scratch_end, without being freed one by one.
+ * Nothing carved inside may be used or released after the scope ends.
+ * Returns 0, opening nothing, when a scope is already open on this thread
+ * or arenas are disabled in this build: the caller then releases what it
+ * built as usual. */
+int np_scratch_begin(void);
+
+/* Ends the scratch scope opened by np_scratch_begin, dropping every block
+ * carved inside it. */
+void np_scratch_end(void);
+
 /* Whether blocks are carved from arenas in this build (0 under AddressSanitizer). */
 int np_arena_enabled(void);
 
