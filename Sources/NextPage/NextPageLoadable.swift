@@ -110,16 +110,18 @@ public struct ReadAhead: Sendable, Equatable {
 /// call being served, and the fetches started for the next pages. Owned by
 /// the conforming actor and touched only by the `NextPageLoadable` extension.
 public struct LoadQueue: Sendable {
-    /// One call in line, from `enqueueLoadNext` until its result is taken.
+    /// One call in line, from `enqueueLoadNext` until it is answered.
     fileprivate struct Call {
-        let cancelled: CancelFlag
-        /// The caller waiting for the result.
-        var continuation: CheckedContinuation<PageResult, any Error>?
-        /// The result, when it came before the caller started waiting.
-        var result: Result<PageResult, any Error>?
+        /// Where its answer goes to its caller.
+        let handoff: CallHandoff
     }
 
     fileprivate var calls: [Int: Call] = [:]
+    /// Answers handed over that their callers have not taken yet (a reset
+    /// withdraws them); those taken are swept out now and then.
+    fileprivate var untaken: [CallHandoff] = []
+    /// Whether calls in line are being served (see `ServingSignal`).
+    fileprivate let signal = ServingSignal()
     /// Ids of the calls not served yet, first come, first served (ids of
     /// calls that gave up are skipped when reached).
     fileprivate var order: [Int] = []
@@ -172,19 +174,111 @@ public struct LoadQueue: Sendable {
     public init() {}
 }
 
-/// Set, from any thread, when the caller of a call gives up.
-final class CancelFlag: Sendable {
-    private let value = Atomic<Bool>(false)
+/// Where the answer to one call passes from the collection to its caller,
+/// whichever comes first: the caller waits here, off the collection's
+/// actor, and the answer resumes it directly.
+final class CallHandoff: Sendable {
+    private enum State {
+        case pending
+        case waiting(CheckedContinuation<PageResult, any Error>)
+        case answered(Result<PageResult, any Error>)
+        case taken
+    }
 
-    func set() { value.store(true, ordering: .relaxed) }
-    var isSet: Bool { value.load(ordering: .relaxed) }
+    private let state = Mutex(State.pending)
+    private let gaveUp = Atomic<Bool>(false)
+    /// The collection's signal, for the caller to start serving.
+    let signal: ServingSignal
+
+    init(signal: ServingSignal) {
+        self.signal = signal
+    }
+
+    /// Set, from any thread, when the caller gives up.
+    func giveUp() { gaveUp.store(true, ordering: .relaxed) }
+    var hasGivenUp: Bool { gaveUp.load(ordering: .relaxed) }
+
+    /// Answers the call: resumes its caller, or keeps the answer until the
+    /// caller asks. Returns whether the caller has it already.
+    func answer(_ result: Result<PageResult, any Error>) -> Bool {
+        let waiting: CheckedContinuation<PageResult, any Error>? = state.withLock { state in
+            switch state {
+            case .waiting(let continuation):
+                state = .taken
+                return continuation
+            case .pending:
+                state = .answered(result)
+                return nil
+            case .answered, .taken:
+                return nil
+            }
+        }
+        waiting?.resume(with: result)
+        return waiting != nil
+    }
+
+    /// Replaces an answer the caller has not taken yet with `LoadError.cancelled`.
+    func withdraw() {
+        state.withLock { state in
+            if case .answered = state { state = .answered(.failure(LoadError.cancelled)) }
+        }
+    }
+
+    /// Whether the caller has taken its answer.
+    var isTaken: Bool {
+        state.withLock { state in
+            if case .taken = state { return true }
+            return false
+        }
+    }
+
+    /// Waits for the answer (at most one caller waits).
+    func take() async throws -> PageResult {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PageResult, any Error>) in
+            let answer: Result<PageResult, any Error>? = state.withLock { state in
+                switch state {
+                case .answered(let result):
+                    state = .taken
+                    return result
+                case .pending:
+                    state = .waiting(continuation)
+                    return nil
+                case .waiting, .taken:
+                    return .failure(LoadError.cancelled)
+                }
+            }
+            if let answer { continuation.resume(with: answer) }
+        }
+    }
+}
+
+/// Whether a collection is serving the calls in line: set by the first
+/// caller that waits while it is not (that caller then starts serving),
+/// cleared by the collection when its line runs empty. Calls enqueued while
+/// it is set are served without their callers visiting the collection.
+final class ServingSignal: Sendable {
+    private let serving = Mutex(false)
+
+    /// Marks the line as served; true when it was not, and the caller must
+    /// start serving.
+    func start() -> Bool {
+        serving.withLock { serving in
+            defer { serving = true }
+            return !serving
+        }
+    }
+
+    /// The line ran empty.
+    func stop() {
+        serving.withLock { $0 = false }
+    }
 }
 
 /// A place in line for one `loadNext`, taken in arrival order by
 /// `enqueueLoadNext` and redeemed by `loadNext(_:)`.
 public struct LoadTicket: Sendable {
     fileprivate let call: Int?
-    fileprivate let cancelled: CancelFlag?
+    fileprivate let handoff: CallHandoff?
     fileprivate let skipped: PageResult?
 }
 
@@ -248,50 +342,42 @@ extension NextPageLoadable {
     public func enqueueLoadNext(ifLoading: IfLoading = .queue) -> LoadTicket {
         if ifLoading == .skip && nextPageState.isLoading {
             let skipped = PageResult(items: PageItems(), page: nextPageState.pages, state: nextPageState, skipped: true, landed: false)
-            return LoadTicket(call: nil, cancelled: nil, skipped: skipped)
+            return LoadTicket(call: nil, handoff: nil, skipped: skipped)
         }
         let id = loadQueue.nextCallId
         loadQueue.nextCallId += 1
-        let flag = CancelFlag()
-        loadQueue.calls[id] = LoadQueue.Call(cancelled: flag)
+        let handoff = CallHandoff(signal: loadQueue.signal)
+        loadQueue.calls[id] = LoadQueue.Call(handoff: handoff)
         loadQueue.order.append(id)
         loadQueue.waiting += 1
         nextPageState.isLoading = true
         // Serving starts when a caller waits (`loadNext(_:)`), so that what is
         // enqueued together (a batch) is admitted before any page lands.
         readAheadIfWanted()
-        return LoadTicket(call: id, cancelled: flag, skipped: nil)
+        return LoadTicket(call: id, handoff: handoff, skipped: nil)
     }
 
     /// Waits for the ticket's page. Throws `LoadError.cancelled` when the
     /// caller gives up first or the collection is reset meanwhile.
-    public func loadNext(_ ticket: LoadTicket) async throws -> PageResult {
+    ///
+    /// The caller waits off the collection's actor: it visits the actor
+    /// only to start serving when the line is not being served already, and
+    /// the answer resumes it directly.
+    public nonisolated func loadNext(_ ticket: LoadTicket) async throws -> PageResult {
         if let skipped = ticket.skipped { return skipped }
-        guard let id = ticket.call, let flag = ticket.cancelled else { throw LoadError.cancelled }
+        guard let id = ticket.call, let handoff = ticket.handoff else { throw LoadError.cancelled }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PageResult, any Error>) in
-                guard let call = loadQueue.calls[id] else {
-                    // Reset (or `load`) ended it before its caller got here.
-                    continuation.resume(throwing: LoadError.cancelled)
-                    return
-                }
-                if let result = call.result {
-                    loadQueue.calls[id] = nil
-                    continuation.resume(with: result)
-                    return
-                }
-                loadQueue.calls[id]?.continuation = continuation
-                if Task.isCancelled {
-                    flag.set()
-                    callGaveUp(id)
-                } else {
-                    serve()
-                }
-            }
+            if handoff.signal.start() { await self.startServing() }
+            return try await handoff.take()
         } onCancel: {
-            flag.set()
+            handoff.giveUp()
             Task { await self.callGaveUp(id) }
         }
+    }
+
+    /// A caller waits and the line was not being served: serve it.
+    private func startServing() {
+        serve()
     }
 
     /// Resets the collection, then loads its first page, or the page after
@@ -319,12 +405,16 @@ extension NextPageLoadable {
         loadQueue.lastCallLanded = false
         // An answer its caller has not taken yet ends too: that reply was not sent.
         let calls = loadQueue.calls
+        let untaken = loadQueue.untaken
         loadQueue.calls = [:]
+        loadQueue.untaken = []
         loadQueue.order = []
         loadQueue.orderHead = 0
         loadQueue.waiting = 0
         loadQueue.serving = nil
-        for (_, call) in calls { call.continuation?.resume(throwing: LoadError.cancelled) }
+        loadQueue.signal.stop()
+        for handoff in untaken { handoff.withdraw() }
+        for (_, call) in calls { _ = call.handoff.answer(.failure(LoadError.cancelled)) }
         nextPageState.reset()
         didReset()
     }
@@ -344,7 +434,7 @@ extension NextPageLoadable {
     /// `finishFetch` carries on.
     private func serve() {
         while loadQueue.serving == nil, let id = nextWaitingCall() {
-            if loadQueue.calls[id]?.cancelled.isSet ?? true {
+            if loadQueue.calls[id]?.handoff.hasGivenUp ?? true {
                 deliver(id, .failure(LoadError.cancelled))
                 continue
             }
@@ -365,8 +455,16 @@ extension NextPageLoadable {
             loadQueue.fetches.removeFirst()
             finishServing(with: outcome)
         }
-        nextPageState.isLoading = loadQueue.serving != nil || loadQueue.waiting > 0
+        lineChanged()
         readAheadIfWanted()
+    }
+
+    /// After calls joined or left the line: whether the collection is
+    /// loading, and whether its line is still being served.
+    private func lineChanged() {
+        let busy = loadQueue.serving != nil || loadQueue.waiting > 0
+        nextPageState.isLoading = busy
+        if !busy { loadQueue.signal.stop() }
     }
 
     /// The next call in line that is still waiting, taken out of the line.
@@ -407,7 +505,7 @@ extension NextPageLoadable {
             deliver(id, .failure(failure))
         case .success(let page):
             // A caller that gave up never receives the page, so it must not land either.
-            if loadQueue.calls[id]?.cancelled.isSet ?? true {
+            if loadQueue.calls[id]?.handoff.hasGivenUp ?? true {
                 cancelFetches()
                 deliver(id, .failure(LoadError.cancelled))
                 return
@@ -424,19 +522,18 @@ extension NextPageLoadable {
 
     /// Hands a result to its call: to the caller waiting, or kept until it asks.
     private func deliver(_ id: Int, _ result: Result<PageResult, any Error>) {
-        guard let call = loadQueue.calls[id] else { return }
-        if let continuation = call.continuation {
-            loadQueue.calls[id] = nil
-            continuation.resume(with: result)
-        } else {
-            loadQueue.calls[id]?.result = result
+        guard let call = loadQueue.calls.removeValue(forKey: id) else { return }
+        if !call.handoff.answer(result) {
+            if loadQueue.untaken.count >= 64 { loadQueue.untaken.removeAll { $0.isTaken } }
+            loadQueue.untaken.append(call.handoff)
         }
     }
 
     /// The caller of call `id` gave up: a waiting call leaves the line; the
     /// call being served drops its fetch (and those after it) and ends.
     private func callGaveUp(_ id: Int) {
-        guard let call = loadQueue.calls[id], call.result == nil else { return }
+        // Not in line any more: answered already.
+        guard let call = loadQueue.calls[id] else { return }
         if loadQueue.serving?.call == id {
             loadQueue.serving = nil
             loadQueue.lastCallLanded = false
@@ -446,8 +543,8 @@ extension NextPageLoadable {
         } else {
             loadQueue.calls[id] = nil
             loadQueue.waiting -= 1
-            call.continuation?.resume(throwing: LoadError.cancelled)
-            nextPageState.isLoading = loadQueue.serving != nil || loadQueue.waiting > 0
+            _ = call.handoff.answer(.failure(LoadError.cancelled))
+            lineChanged()
         }
     }
 
