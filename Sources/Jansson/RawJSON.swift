@@ -80,9 +80,11 @@ public struct RawJSON: Sendable, Equatable, Hashable, CustomStringConvertible {
 
     public var description: String { String(decoding: bytes, as: UTF8.self) }
 
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
     /// Appends `value` as a JSON string literal.
     public static func appendString(_ value: String, to out: inout [UInt8]) {
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        let hex = hexDigits
         out.append(UInt8(ascii: "\""))
         for byte in value.utf8 {
             switch byte {

@@ -79,7 +79,7 @@ public struct FileClient: Client {
         var info = stat()
         guard fstat(fd, &info) == 0 else { return .failure(SystemError(code: errno)) }
         guard (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return readAll(fd, sizeHint: Int(info.st_size))
+        return readAll(fd, size: Int(info.st_size), regularFile: true)
     }
 
     /// Reads a whole file with one `read` loop into memory (blocking).
@@ -90,13 +90,13 @@ public struct FileClient: Client {
         var info = stat()
         guard fstat(fd, &info) == 0 else { return .failure(SystemError(code: errno)) }
         guard (info.st_mode & S_IFMT) != S_IFDIR else { return .failure(SystemError(code: EISDIR)) }
-        return readAll(fd, sizeHint: Int(info.st_size))
+        return readAll(fd, size: Int(info.st_size), regularFile: (info.st_mode & S_IFMT) == S_IFREG)
     }
 
-    /// Reads `fd` to its end. The size is a hint: a FIFO reports 0 and a
-    /// file may grow; either is read to its end.
-    private static func readAll(_ fd: Int32, sizeHint: Int) -> Result<[UInt8], SystemError> {
-        var capacity = max(sizeHint + 1, 4096)
+    /// Reads `fd` to its end. The size fstat gave is a hint: a FIFO reports
+    /// 0 and a file may grow; either is read to its end.
+    private static func readAll(_ fd: Int32, size: Int, regularFile: Bool) -> Result<[UInt8], SystemError> {
+        var capacity = max(size + 1, 4096)
         var bytes = [UInt8]()
         var filled = 0
         while true {
@@ -118,6 +118,11 @@ public struct FileClient: Client {
             }
             if n == 0 { break }
             filled += n
+            // A regular file that held at least what fstat said, read short of
+            // the room there was, was read to its end: no read of 0 bytes is
+            // needed to learn it. (Files reporting size 0, as in /proc, are
+            // read until a read returns 0.)
+            if regularFile && size > 0 && filled >= size && filled < bytes.count { break }
         }
         bytes.removeSubrange(filled...)
         return .success(bytes)
