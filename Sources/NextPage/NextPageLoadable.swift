@@ -626,19 +626,21 @@ extension NextPageLoadable {
     private func readAheadIfWanted() {
         let policy = readAhead
         guard policy.afterDelivery > 0 || policy.whileChecking > 0 else { return }
+        // Read once: each read of the requirement copies the whole queue.
+        let queue = loadQueue
         var allowed = policy.afterDelivery
-        let demand = loadQueue.waiting + loadQueue.streaming
+        let demand = queue.waiting + queue.streaming
         if policy.whileChecking > 0 && demand > 0 {
             allowed = max(allowed, 1 + min(demand, policy.whileChecking))
         }
-        guard loadQueue.fetches.count < allowed else { return }
+        guard queue.fetches.count < allowed else { return }
 
         let cursor: Cursor?
         let loadedBefore: Int
-        var streak = loadQueue.emptyStreak
-        if let last = loadQueue.fetches.last {
+        var streak = queue.emptyStreak
+        if let last = queue.fetches.last {
             guard let head = last.head, head.hasNext, let next = head.next, next != last.cursor else { return }
-            for fetch in loadQueue.fetches {
+            for fetch in queue.fetches {
                 guard let head = fetch.head else { return }
                 streak = head.itemCount == 0 && head.hasNext ? streak + 1 : 0
             }
@@ -649,9 +651,9 @@ extension NextPageLoadable {
         } else {
             // Only right after a page landed: never for a fresh collection, nor
             // after a call failed or gave up (its page is asked for again).
-            guard loadQueue.lastCallLanded, nextPageState.hasNext, let lastId = nextPageState.lastId else { return }
+            guard queue.lastCallLanded, nextPageState.hasNext, let lastId = nextPageState.lastId else { return }
             cursor = lastId
-            loadedBefore = loadQueue.received
+            loadedBefore = queue.received
         }
         startFetch(cursor: cursor, isFirstPage: false, loadedBefore: loadedBefore)
     }
