@@ -5,7 +5,9 @@ import JanssonArena
 ///
 /// Each `JSON` holds exactly one reference and releases it in `deinit`.
 /// Initialisers say whether they take a reference over (`owning:`) or add one
-/// of their own (`retaining:`). Raw pointers never leave this module.
+/// of their own (`retaining:`). Raw pointers never leave this module. The one
+/// exception is the root passed to the body of `parseScratch`: its tree is
+/// owned, and released whole, by the scratch scope it was parsed in.
 ///
 /// Values are built (mutated) by one owner and are read-only once shared;
 /// jansson's reference counts are atomic, so shared read-only values may be
