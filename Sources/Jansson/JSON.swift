@@ -55,6 +55,11 @@ public final class JSON: @unchecked Sendable {
     /// is an error. An object that repeats a key keeps the last value (in
     /// the place of the first); `memberCount` tells whether any did.
     public static func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> JSON {
+        JSON(owning: OpaquePointer(try load(bytes)))
+    }
+
+    /// `json_loadb` with the flags of `parse`: a new reference, or the error.
+    private static func load(_ bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> UnsafeMutablePointer<json_t> {
         var error = json_error_t()
         let base = bytes.baseAddress?.assumingMemoryBound(to: CChar.self)
         let flags = JSON_DECODE_ANY | JSON_ALLOW_NUL
@@ -63,7 +68,7 @@ public final class JSON: @unchecked Sendable {
             json_loadb(base ?? empty, bytes.count, Int(flags), &error)
         }
         guard let value else { throw JSONParseError(error) }
-        return JSON(owning: OpaquePointer(value))
+        return value
     }
 
     /// Parses one JSON text (as `parse`) for `body` to read, and releases
@@ -81,14 +86,11 @@ public final class JSON: @unchecked Sendable {
     public static func parseScratch<T>(_ bytes: [UInt8], _ body: (JSON) -> T) throws(JSONParseError) -> T {
         let scratch = np_scratch_begin() != 0
         defer { if scratch { np_scratch_end() } }
-        var error = json_error_t()
-        let flags = JSON_DECODE_ANY | JSON_ALLOW_NUL
-        let value: UnsafeMutablePointer<json_t>? = bytes.withUnsafeBytes { buffer in
-            withUnsafePointer(to: 0 as CChar) { empty in
-                json_loadb(buffer.baseAddress?.assumingMemoryBound(to: CChar.self) ?? empty, buffer.count, Int(flags), &error)
-            }
+        // withUnsafeBytes rethrows untyped errors: the typed one is carried out in a Result.
+        let loaded: Result<UnsafeMutablePointer<json_t>, JSONParseError> = bytes.withUnsafeBytes { buffer in
+            Result { () throws(JSONParseError) in try load(buffer) }
         }
-        guard let value else { throw JSONParseError(error) }
+        let value = try loaded.get()
         guard scratch else { return body(JSON(owning: OpaquePointer(value))) }
         var root = JSON(scratchRoot: OpaquePointer(value))
         let result = body(root)

@@ -129,6 +129,20 @@ static void np_free(void *pointer) {
     }
 }
 
+/* Blocks of a chunk carved and not freed: the owner's count and the
+ * count of frees from elsewhere, which started at np_bias. */
+static long np_chunk_live(np_chunk *chunk) {
+    return chunk->local + atomic_load_explicit(&chunk->remote, memory_order_acquire) - np_bias;
+}
+
+/* Empties a chunk whose blocks are all gone (freed or dropped), for its
+ * owner to carve again. */
+static void np_chunk_reuse(np_chunk *chunk) {
+    chunk->used = 0;
+    chunk->local = 0;
+    atomic_store_explicit(&chunk->remote, np_bias, memory_order_relaxed);
+}
+
 void np_arena_begin(void) {
     np_depth += 1;
 }
@@ -141,11 +155,8 @@ void np_arena_end(void) {
     if (!chunk) return;
     /* Every block freed (here or elsewhere): reuse the chunk. No block is
      * live, so nobody else can touch it now. */
-    long live = chunk->local + atomic_load_explicit(&chunk->remote, memory_order_acquire) - np_bias;
-    if (live == 0 && chunk->capacity <= np_keep_chunk) {
-        chunk->used = 0;
-        chunk->local = 0;
-        atomic_store_explicit(&chunk->remote, np_bias, memory_order_relaxed);
+    if (np_chunk_live(chunk) == 0 && chunk->capacity <= np_keep_chunk) {
+        np_chunk_reuse(chunk);
         return;
     }
     np_current = NULL;
@@ -166,12 +177,6 @@ int np_scratch_begin(void) {
 #endif
 }
 
-/* Blocks of a chunk carved and not freed: the owner's count and the
- * count of frees from elsewhere, which started at np_bias. */
-static long np_chunk_live(np_chunk *chunk) {
-    return chunk->local + atomic_load_explicit(&chunk->remote, memory_order_acquire) - np_bias;
-}
-
 void np_scratch_end(void) {
 #ifndef NP_ARENA_DISABLED
     if (!np_scratch) return;
@@ -188,9 +193,7 @@ void np_scratch_end(void) {
     if (chunk) {
         dropped += np_chunk_live(chunk);
         if (chunk->capacity <= np_keep_chunk) {
-            chunk->used = 0;
-            chunk->local = 0;
-            atomic_store_explicit(&chunk->remote, np_bias, memory_order_relaxed);
+            np_chunk_reuse(chunk);
         } else {
             np_current = NULL;
             free(chunk);

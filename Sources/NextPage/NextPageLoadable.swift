@@ -367,17 +367,12 @@ extension NextPageLoadable {
         if let skipped = ticket.skipped { return skipped }
         guard let id = ticket.call, let handoff = ticket.handoff else { throw LoadError.cancelled }
         return try await withTaskCancellationHandler {
-            if handoff.signal.start() { await self.startServing() }
+            if handoff.signal.start() { await self.serve() }
             return try await handoff.take()
         } onCancel: {
             handoff.giveUp()
             Task { await self.callGaveUp(id) }
         }
-    }
-
-    /// A caller waits and the line was not being served: serve it.
-    private func startServing() {
-        serve()
     }
 
     /// Resets the collection, then loads its first page, or the page after
