@@ -1,6 +1,6 @@
 import Foundation
 import Jansson
-import NextPage
+@testable import NextPage
 import XCTest
 
 final class FileClientTests: XCTestCase {
@@ -162,6 +162,81 @@ final class FileClientTests: XCTestCase {
         XCTAssertEqual(empty.body, [])
     }
 
+    // MARK: FIFOs
+
+    /// Opens the FIFO for writing (a reader has it open, so this does not
+    /// wait), writes `chunks` one `write` each, and closes it.
+    private func writeToOpenFifo(_ path: String, _ chunks: [String]) throws {
+        let fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(fd) }
+        for chunk in chunks {
+            let bytes = Array(chunk.utf8)
+            XCTAssertEqual(bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) }, bytes.count)
+        }
+    }
+
+    private func openFifoPage(_ name: String) throws -> Int32 {
+        let path = base + "/pages/" + name
+        XCTAssertEqual(mkfifo(path, 0o600), 0)
+        guard case .stream(let fd) = FileClient.openPage(path) else {
+            XCTFail("a FIFO was read as a regular file")
+            return -1
+        }
+        return fd
+    }
+
+    func testAWriterArrivingRightAfterTheFifoIsOpenedIsRead() throws {
+        // The writer opens, writes its whole page and leaves between the
+        // reader's open and its first read: the page is in the opened pipe
+        // and must be read from it, not lost to a second open.
+        let fd = try openFifoPage("w.json")
+        try writeToOpenFifo(base + "/pages/w.json", [#"{"items": [1, 2]"#, #", "next_cursor": null}"#])
+        guard case .success(let body) = FileClient.readStream(fd) else { return XCTFail("read failed") }
+        XCTAssertEqual(String(decoding: body, as: UTF8.self), #"{"items": [1, 2], "next_cursor": null}"#)
+    }
+
+    func testAFifoIsReadUntilItsWriterCloses() throws {
+        let fd = try openFifoPage("slow.json")
+        let result = ReadResult()
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            result.value = FileClient.readStream(fd)
+            finished.signal()
+        }
+        // Many writes, some larger than a pipe's buffer: the reader keeps
+        // reading until end of file, whatever arrives between its waits.
+        let chunks = (0..<40).map { String(repeating: "\($0 % 10)", count: 1 + $0 * 2000) }
+        let writer = open(base + "/pages/slow.json", O_WRONLY | O_CLOEXEC)
+        XCTAssertGreaterThanOrEqual(writer, 0)
+        for chunk in chunks {
+            let bytes = Array(chunk.utf8)
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes { Glibc.write(writer, $0.baseAddress! + offset, bytes.count - offset) }
+                XCTAssertGreaterThan(n, 0)
+                if n <= 0 { break }
+                offset += n
+            }
+        }
+        close(writer)
+        XCTAssertEqual(finished.wait(timeout: .now() + 30), .success, "the reader never saw end of file")
+        guard case .success(let body)? = result.value else { return XCTFail("read failed") }
+        XCTAssertEqual(String(decoding: body, as: UTF8.self), chunks.joined())
+    }
+
+    func testAWriterThatWritesNothingGivesAnEmptyPage() async throws {
+        let path = base + "/pages/none.json"
+        XCTAssertEqual(mkfifo(path, 0o600), 0)
+        // The writer opens (waiting for the client's open), then closes.
+        Thread.detachNewThread {
+            let fd = open(path, O_WRONLY | O_CLOEXEC)
+            if fd >= 0 { close(fd) }
+        }
+        let response = try await FileClient(directory: base + "/pages").fetch(request(.string("none")))
+        XCTAssertEqual(response.body, [])
+    }
+
     func testWalkingADirectoryWithAPagedCollection() async throws {
         try write("pages/first.json", #"{"items": [{"id": 1}, {"id": 2}], "next_cursor": "p2"}"#)
         try write("pages/p2.json", #"{"items": [{"id": 3}], "next_cursor": "p/3"}"#)
@@ -193,4 +268,9 @@ final class FileClientTests: XCTestCase {
             XCTAssertTrue(failure.message.contains("missing.json"), failure.message)
         }
     }
+}
+
+/// The result of a read made on another thread, handed over by a semaphore.
+private final class ReadResult: @unchecked Sendable {
+    var value: Result<[UInt8], SystemError>?
 }

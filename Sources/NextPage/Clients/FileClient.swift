@@ -50,15 +50,18 @@ public struct FileClient: Client {
         if Task.isCancelled { throw LoadError.cancelled }
         let name = Self.fileName(for: request)
         let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
-        var read = Self.readRegularFile(path)
-        if read == nil {
-            // Not a regular file (a FIFO, a device): its reads may block, so
-            // they run on a Dispatch thread, never in the concurrency pool.
+        let read: Result<[UInt8], SystemError>
+        switch Self.openPage(path) {
+        case .read(let result):
+            read = result
+        case .stream(let fd):
+            // A FIFO or a device: its reads may wait for a writer, so they run
+            // on a Dispatch thread, never in the concurrency pool.
             read = await withCheckedContinuation { continuation in
-                DispatchQueue.global().async { continuation.resume(returning: Self.readFile(path)) }
+                DispatchQueue.global().async { continuation.resume(returning: Self.readStream(fd)) }
             }
         }
-        switch read! {
+        switch read {
         case .success(let body):
             if Task.isCancelled { throw LoadError.cancelled }
             return UpstreamResponse(body: body)
@@ -69,20 +72,76 @@ public struct FileClient: Client {
         }
     }
 
-    /// Reads `path` at once when it is a regular file (reads from the page
-    /// cache or the disk, which do not wait on anyone); `nil` for anything else.
-    static func readRegularFile(_ path: String) -> Result<[UInt8], SystemError>? {
-        // O_NONBLOCK: opening a FIFO must not wait for a writer here.
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return .failure(SystemError(code: errno)) }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { return .failure(SystemError(code: errno)) }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return readAll(fd, size: Int(info.st_size), regularFile: true)
+    /// A page file once opened: read already (a regular file, or an error),
+    /// or a descriptor still to be read (a FIFO or a device).
+    enum OpenedPage {
+        case read(Result<[UInt8], SystemError>)
+        /// Open for reading, `O_NONBLOCK`; `readStream` reads and closes it.
+        case stream(Int32)
     }
 
-    /// Reads a whole file with one `read` loop into memory (blocking).
+    /// Opens `path` once and reads it at once when it is a regular file (reads
+    /// from the page cache or the disk, which do not wait on anyone). Anything
+    /// else is handed back open: the same descriptor is then read, so a writer
+    /// that opens a FIFO right after this open writes to the reader that will
+    /// read it.
+    static func openPage(_ path: String) -> OpenedPage {
+        // O_NONBLOCK: opening a FIFO must not wait for a writer here.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return .read(.failure(SystemError(code: errno))) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let code = errno
+            close(fd)
+            return .read(.failure(SystemError(code: code)))
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG:
+            defer { close(fd) }
+            return .read(readAll(fd, size: Int(info.st_size), regularFile: true))
+        case S_IFDIR:
+            close(fd)
+            return .read(.failure(SystemError(code: EISDIR)))
+        default:
+            return .stream(fd)
+        }
+    }
+
+    /// Reads a FIFO or device opened with `O_NONBLOCK` to its end and closes
+    /// it. Blocks (in `poll`) until a writer has written and closed: run it off
+    /// the concurrency pool.
+    ///
+    /// A FIFO's `read` returns 0 both at its end and before any writer came,
+    /// so every wait is a `poll` first: it reports a hang-up only once a writer
+    /// has come and gone since the open.
+    static func readStream(_ fd: Int32) -> Result<[UInt8], SystemError> {
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            var wanted = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&wanted, 1, -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return .failure(SystemError(code: errno))
+            }
+            // Read everything there is now; then end of file, or wait again.
+            while true {
+                let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+                if n > 0 {
+                    bytes.append(contentsOf: chunk[0..<n])
+                    continue
+                }
+                if n == 0 { return .success(bytes) }
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+                return .failure(SystemError(code: errno))
+            }
+        }
+    }
+
+    /// Reads a whole file with one `read` loop into memory, opening it
+    /// blocking (a FIFO: until a writer opens it).
     static func readFile(_ path: String) -> Result<[UInt8], SystemError> {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return .failure(SystemError(code: errno)) }
