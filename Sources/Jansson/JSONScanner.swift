@@ -188,19 +188,25 @@ private struct Scanner {
         var escaped = false
         let raw = UnsafeRawPointer(base)
         while true {
-            // Eight bytes at a time while none of them is a quote or a backslash.
-            while i + 8 <= end, !Self.holdsQuoteOrBackslash(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
-                i += 8
-            }
-            guard i < end else { return nil }
-            let byte = base[i]
-            if byte == Byte.quote { return (i + 1, escaped) }
-            if byte == Byte.backslash {
-                escaped = true
-                i += 2
+            // Eight bytes at a time, straight to the first quote or backslash.
+            if i + 8 <= end {
+                let found = Self.quotesAndBackslashes(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)))
+                if found == 0 {
+                    i += 8
+                    continue
+                }
+                i += found.trailingZeroBitCount >> 3
             } else {
-                i += 1
+                guard i < end else { return nil }
+                let byte = base[i]
+                if byte != Byte.quote && byte != Byte.backslash {
+                    i += 1
+                    continue
+                }
             }
+            if base[i] == Byte.quote { return (i + 1, escaped) }
+            escaped = true
+            i += 2
         }
     }
 
@@ -216,35 +222,45 @@ private struct Scanner {
         var i = start + 1
         let raw = UnsafeRawPointer(base)
         while true {
-            while i + 8 <= end {
+            if i + 8 <= end {
+                // The whole word is copied, even past a quote: the bytes after
+                // the string are written again by what follows it.
                 let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                if Self.holdsQuoteOrBackslash(word) { break }
                 UnsafeMutableRawPointer(to + i).storeBytes(of: word, as: UInt64.self)
-                i += 8
-            }
-            guard i < end else { return nil }
-            let byte = base[i]
-            to[i] = byte
-            if byte == Byte.quote { return i + 1 }
-            if byte == Byte.backslash {
-                guard i + 1 < end else { return nil }
-                to[i + 1] = base[i + 1]
-                i += 2
+                let found = Self.quotesAndBackslashes(UInt64(littleEndian: word))
+                if found == 0 {
+                    i += 8
+                    continue
+                }
+                i += found.trailingZeroBitCount >> 3
             } else {
-                i += 1
+                guard i < end else { return nil }
+                let byte = base[i]
+                to[i] = byte
+                if byte != Byte.quote && byte != Byte.backslash {
+                    i += 1
+                    continue
+                }
             }
+            // `base[i]`, a quote or a backslash, has been copied.
+            if base[i] == Byte.quote { return i + 1 }
+            guard i + 1 < end else { return nil }
+            to[i + 1] = base[i + 1]
+            i += 2
         }
     }
 
-    /// Whether any byte of `word` is `"` or `\` (a byte equal to the
-    /// pattern XORs to zero; the classic zero-byte test finds it).
+    /// The high bit set in each byte of `word` (eight bytes of text read as
+    /// a little-endian number: the first byte is the lowest) that is `"` or
+    /// `\`. The lowest mark is exact; marks above it may be wrong (a borrow
+    /// from a matching byte runs upwards), so only the lowest is used.
     @inline(__always)
-    static func holdsQuoteOrBackslash(_ word: UInt64) -> Bool {
+    static func quotesAndBackslashes(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         let quotes = word ^ 0x2222_2222_2222_2222
         let backslashes = word ^ 0x5C5C_5C5C_5C5C_5C5C
-        return (((quotes &- ones) & ~quotes) | ((backslashes &- ones) & ~backslashes)) & highs != 0
+        return (((quotes &- ones) & ~quotes) | ((backslashes &- ones) & ~backslashes)) & highs
     }
 
     /// The index just past the value starting at `start`.

@@ -124,6 +124,34 @@ final class JSONScannerTests: XCTestCase {
         }
     }
 
+    func testTwoEscapesAnywhereAtAnyAlignmentWithTextAfterTheString() throws {
+        // Words are read eight bytes at a time from wherever a string starts:
+        // shift the string through every alignment, put two escapes (an
+        // escaped backslash right before the closing quote among them) at
+        // every pair of places, and follow it with more text to copy.
+        let escapes = [#"\\"#, #"\""#, #"\u00e9"#, #"\n"#]
+        for shift in 0..<8 {
+            let padding = String(repeating: " ", count: shift)
+            for length in 0..<14 {
+                for first in 0...length {
+                    for second in first...length {
+                        for (a, b) in [(0, 1), (1, 0), (2, 3), (0, 0)] {
+                            var characters = (0..<length).map { ["a", "b", "é"][$0 % 3] }
+                            characters.insert(escapes[b], at: second)
+                            characters.insert(escapes[a], at: first)
+                            let body = characters.joined()
+                            let text = #"[\#(padding)"\#(body)", "k\#(body)x", {"\#(body)": 1}]"#
+                            let found = try XCTUnwrap(compact(text, at: ""), text)
+                            let expected = text.replacingOccurrences(of: padding + "\"", with: "\"")
+                                .replacingOccurrences(of: ", ", with: ",").replacingOccurrences(of: ": ", with: ":")
+                            XCTAssertEqual(String(decoding: found.bytes, as: UTF8.self), expected, text)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     func testDepthCountsTheContainersAroundAndInside() {
         XCTAssertEqual(compact(#"{"items": [1]}"#, at: "/items")?.depth, 2)
         XCTAssertEqual(compact(#"{"items": [[[{"a": [1]}]]]}"#, at: "/items")?.depth, 6)
