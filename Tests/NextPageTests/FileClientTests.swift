@@ -237,6 +237,53 @@ final class FileClientTests: XCTestCase {
         XCTAssertEqual(response.body, [])
     }
 
+    func testAStopSignalEndsTheWaitForAWriter() throws {
+        let fd = try openFifoPage("never.json")
+        let stop = try XCTUnwrap(StopSignal())
+        stop.signal()
+        guard case .failure(let error) = FileClient.readStream(fd, stop: stop) else { return XCTFail("read without a writer") }
+        XCTAssertEqual(error.code, ECANCELED)
+    }
+
+    func testCancellingAFetchWaitingOnAFifoClosesIt() async throws {
+        let path = base + "/pages/wait.json"
+        XCTAssertEqual(mkfifo(path, 0o600), 0)
+        let client = FileClient(directory: base + "/pages")
+        let page = request(.string("wait"))
+        let fetch = Task { try await client.fetch(page) }
+        // A writer that opens without waiting succeeds once the fetch holds
+        // the FIFO open; it stays open, writing nothing, so the fetch waits.
+        var writer: Int32 = -1
+        for _ in 0..<10_000 where writer < 0 {
+            writer = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            if writer < 0 { usleep(1000) }
+        }
+        XCTAssertGreaterThanOrEqual(writer, 0, "the fetch never opened the FIFO")
+        // Should the cancellation not end the wait, the writer is closed after
+        // a while (end of file for the read) so that the test ends anyway.
+        let guardWriter = writer
+        let gaveUp = DispatchSemaphore(value: 0)
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            if finished.wait(timeout: .now() + 20) == .timedOut {
+                gaveUp.signal()
+                close(guardWriter)
+            }
+        }
+        fetch.cancel()
+        do {
+            _ = try await fetch.value
+            XCTFail("a cancelled fetch returned a page")
+        } catch LoadError.cancelled {
+        }
+        finished.signal()
+        XCTAssertEqual(gaveUp.wait(timeout: .now()), .timedOut, "the fetch ended only when its writer left")
+        close(writer)
+        // Nobody reads the FIFO any more: a page written now waits for the next fetch.
+        XCTAssertEqual(open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC), -1)
+        XCTAssertEqual(errno, ENXIO)
+    }
+
     func testWalkingADirectoryWithAPagedCollection() async throws {
         try write("pages/first.json", #"{"items": [{"id": 1}, {"id": 2}], "next_cursor": "p2"}"#)
         try write("pages/p2.json", #"{"items": [{"id": 3}], "next_cursor": "p/3"}"#)

@@ -56,14 +56,26 @@ public struct FileClient: Client {
             read = result
         case .stream(let fd):
             // A FIFO or a device: its reads may wait for a writer, so they run
-            // on a Dispatch thread, never in the concurrency pool.
-            read = await withCheckedContinuation { continuation in
-                DispatchQueue.global().async { continuation.resume(returning: Self.readStream(fd)) }
+            // on a Dispatch thread, never in the concurrency pool. Cancelling
+            // the fetch stops the wait and closes the page, so an abandoned
+            // read neither holds a thread nor takes what a writer sends later.
+            guard let stop = StopSignal() else {
+                let code = errno
+                close(fd)
+                read = .failure(SystemError(code: code))
+                break
+            }
+            read = await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    DispatchQueue.global().async { continuation.resume(returning: Self.readStream(fd, stop: stop)) }
+                }
+            } onCancel: {
+                stop.signal()
             }
         }
+        if Task.isCancelled { throw LoadError.cancelled }
         switch read {
         case .success(let body):
-            if Task.isCancelled { throw LoadError.cancelled }
             return UpstreamResponse(body: body)
         case .failure(let error):
             let reason = String(cString: strerror(error.code))
@@ -108,23 +120,28 @@ public struct FileClient: Client {
     }
 
     /// Reads a FIFO or device opened with `O_NONBLOCK` to its end and closes
-    /// it. Blocks (in `poll`) until a writer has written and closed: run it off
-    /// the concurrency pool.
+    /// it. Blocks (in `poll`) until a writer has written and closed, or `stop`
+    /// is signalled (then fails with `ECANCELED`): run it off the
+    /// concurrency pool.
     ///
     /// A FIFO's `read` returns 0 both at its end and before any writer came,
     /// so every wait is a `poll` first: it reports a hang-up only once a writer
     /// has come and gone since the open.
-    static func readStream(_ fd: Int32) -> Result<[UInt8], SystemError> {
+    static func readStream(_ fd: Int32, stop: StopSignal? = nil) -> Result<[UInt8], SystemError> {
         defer { close(fd) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
-            var wanted = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&wanted, 1, -1)
+            var wanted = [
+                pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: stop?.readEnd ?? -1, events: Int16(POLLIN), revents: 0),
+            ]
+            let ready = poll(&wanted, 2, -1)
             if ready < 0 {
                 if errno == EINTR { continue }
                 return .failure(SystemError(code: errno))
             }
+            if wanted[1].revents != 0 { return .failure(SystemError(code: ECANCELED)) }
             // Read everything there is now; then end of file, or wait again.
             while true {
                 let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
@@ -191,4 +208,34 @@ public struct FileClient: Client {
 /// An `errno` value.
 struct SystemError: Error {
     let code: Int32
+}
+
+/// A one-way signal a thread blocked in `poll` can wait for beside its own
+/// descriptor: the read end of a pipe, readable once `signal()` was called.
+final class StopSignal: Sendable {
+    let readEnd: Int32
+    private let writeEnd: Int32
+
+    /// `nil` when no pipe could be made (`errno` says why).
+    init?() {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return nil }
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+        }
+        readEnd = ends[0]
+        writeEnd = ends[1]
+    }
+
+    /// Makes the read end readable (again calling it changes nothing).
+    func signal() {
+        var byte: UInt8 = 1
+        _ = write(writeEnd, &byte, 1)
+    }
+
+    deinit {
+        close(readEnd)
+        close(writeEnd)
+    }
 }
