@@ -72,8 +72,10 @@ final class ConcurrencyTests: EndToEndTestCase {
         try server.request("6", "items", #"{"collection": "c"}"#)
         try expectMatch(server.reply("6"), rpcResult(6, #"{"collection":"c","items":[],"count":0,"offset":0}"#))
         // The collection starts over from its first page. The cancelled
-        // fetch let go of the FIFO: what is written now is read by the new
-        // fetch alone (were the old read still waiting, it could take it).
+        // fetch lets go of the FIFO (just after its call was answered): what
+        // is written now is read by the new fetch alone (were the old read
+        // still waiting, it could take it).
+        try waitUntilNobodyReads(fifo.path)
         try server.request("7", "loadNext", #"{"collection": "c"}"#)
         fifo.write(#"{"items": [{"id": "fresh"}], "next_cursor": null}"#)
         try expectMatch(server.reply("7"), rpcResult(7, #"{"collection":"c","items":[{"id":"fresh"}],"page":1,"hasNext":false,"lastId":null,"count":1}"#))
@@ -141,5 +143,18 @@ final class ConcurrencyTests: EndToEndTestCase {
         fifo.write(#"{"items": ["s1"], "next_cursor": null}"#)
         try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"slow","items":["s1"],"page":1,"hasNext":false,"lastId":null,"count":1}"#))
         try server.finish()
+    }
+}
+
+/// Waits until no process has the FIFO at `path` open for reading (a writer
+/// that does not wait fails to open it with ENXIO then).
+private func waitUntilNobodyReads(_ path: String, timeout: TimeInterval = 10) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while true {
+        let fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        if fd < 0 && errno == ENXIO { return }
+        if fd >= 0 { close(fd) }
+        guard Date() < deadline else { throw HarnessError(description: "\(path) still has a reader after \(timeout) s") }
+        usleep(1000)
     }
 }

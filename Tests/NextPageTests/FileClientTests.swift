@@ -176,13 +176,12 @@ final class FileClientTests: XCTestCase {
         }
     }
 
+    private struct NotAFifo: Error {}
+
     private func openFifoPage(_ name: String) throws -> Int32 {
         let path = base + "/pages/" + name
         XCTAssertEqual(mkfifo(path, 0o600), 0)
-        guard case .stream(let fd) = FileClient.openPage(path) else {
-            XCTFail("a FIFO was read as a regular file")
-            return -1
-        }
+        guard case .stream(let fd) = FileClient.openPage(path) else { throw NotAFifo() }
         return fd
     }
 
@@ -245,6 +244,44 @@ final class FileClientTests: XCTestCase {
         XCTAssertEqual(error.code, ECANCELED)
     }
 
+    func testAStopSignalEndsAReadThatNeverRunsDry() throws {
+        _ = signal(SIGPIPE, SIG_IGN)
+        let fd = try openFifoPage("busy.json")
+        let path = base + "/pages/busy.json"
+        let writer = open(path, O_WRONLY | O_CLOEXEC | O_NONBLOCK)
+        XCTAssertGreaterThanOrEqual(writer, 0)
+        _ = fcntl(writer, F_SETFL, 0)  // blocking from here on
+        // The writer writes until the reader is gone (or the test gives up).
+        let progress = WriterProgress()
+        let wrote = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let chunk = [UInt8](repeating: UInt8(ascii: " "), count: 1 << 16)
+            var total = 0
+            while !progress.stopped {
+                let n = chunk.withUnsafeBytes { Glibc.write(writer, $0.baseAddress!, $0.count) }
+                if n <= 0 { break }
+                total += n
+                if total >= 1 << 20 && total - n < 1 << 20 { wrote.signal() }
+            }
+            close(writer)
+        }
+        let stop = try XCTUnwrap(StopSignal())
+        let result = ReadResult()
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            result.value = FileClient.readStream(fd, stop: stop)
+            finished.signal()
+        }
+        XCTAssertEqual(wrote.wait(timeout: .now() + 20), .success, "the reader did not take a megabyte")
+        stop.signal()
+        let ended = finished.wait(timeout: .now() + 20)
+        progress.stopped = true
+        XCTAssertEqual(ended, .success, "the read went on while the writer kept writing")
+        if ended == .timedOut { _ = finished.wait(timeout: .now() + 20) }
+        guard case .failure(let error)? = result.value else { return XCTFail("the read ended with a page") }
+        XCTAssertEqual(error.code, ECANCELED)
+    }
+
     func testCancellingAFetchWaitingOnAFifoClosesIt() async throws {
         let path = base + "/pages/wait.json"
         XCTAssertEqual(mkfifo(path, 0o600), 0)
@@ -256,18 +293,23 @@ final class FileClientTests: XCTestCase {
         var writer: Int32 = -1
         for _ in 0..<10_000 where writer < 0 {
             writer = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
-            if writer < 0 { usleep(1000) }
+            if writer < 0 { try await Task.sleep(nanoseconds: 1_000_000) }
         }
-        XCTAssertGreaterThanOrEqual(writer, 0, "the fetch never opened the FIFO")
+        guard writer >= 0 else {
+            fetch.cancel()
+            return XCTFail("the fetch never opened the FIFO")
+        }
         // Should the cancellation not end the wait, the writer is closed after
         // a while (end of file for the read) so that the test ends anyway.
-        let guardWriter = writer
+        let heldWriter = writer
         let gaveUp = DispatchSemaphore(value: 0)
         let finished = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             if finished.wait(timeout: .now() + 20) == .timedOut {
+                close(heldWriter)
                 gaveUp.signal()
-                close(guardWriter)
+            } else {
+                close(heldWriter)
             }
         }
         fetch.cancel()
@@ -278,10 +320,12 @@ final class FileClientTests: XCTestCase {
         }
         finished.signal()
         XCTAssertEqual(gaveUp.wait(timeout: .now()), .timedOut, "the fetch ended only when its writer left")
-        close(writer)
         // Nobody reads the FIFO any more: a page written now waits for the next fetch.
-        XCTAssertEqual(open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC), -1)
-        XCTAssertEqual(errno, ENXIO)
+        let late = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        let lateError = errno
+        XCTAssertEqual(late, -1)
+        XCTAssertEqual(lateError, ENXIO)
+        if late >= 0 { close(late) }
     }
 
     func testWalkingADirectoryWithAPagedCollection() async throws {
@@ -320,4 +364,14 @@ final class FileClientTests: XCTestCase {
 /// The result of a read made on another thread, handed over by a semaphore.
 private final class ReadResult: @unchecked Sendable {
     var value: Result<[UInt8], SystemError>?
+}
+
+/// Tells a writing thread to stop.
+private final class WriterProgress: @unchecked Sendable {
+    private let lock = NSLock()
+    private var flag = false
+    var stopped: Bool {
+        get { lock.withLock { flag } }
+        set { lock.withLock { flag = newValue } }
+    }
 }

@@ -142,18 +142,16 @@ public struct FileClient: Client {
                 return .failure(SystemError(code: errno))
             }
             if wanted[1].revents != 0 { return .failure(SystemError(code: ECANCELED)) }
-            // Read everything there is now; then end of file, or wait again.
-            while true {
-                let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-                if n > 0 {
-                    bytes.append(contentsOf: chunk[0..<n])
-                    continue
-                }
-                if n == 0 { return .success(bytes) }
-                if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK { break }
-                return .failure(SystemError(code: errno))
+            // One read per wait, so that `stop` is seen even while a writer
+            // (or a device that never ends) keeps the descriptor readable.
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n > 0 {
+                bytes.append(contentsOf: chunk[0..<n])
+                continue
             }
+            if n == 0 { return .success(bytes) }
+            if errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK { continue }
+            return .failure(SystemError(code: errno))
         }
     }
 
