@@ -182,51 +182,23 @@ private struct Scanner {
 
     /// The string starting at the quote at `start`: the index after its
     /// closing quote, and whether it holds a backslash.
+    ///
+    /// With `out`, the string, quotes included, is also copied there:
+    /// `text[start + k]` goes to `out[k]`. Words are copied whole, even past
+    /// the closing quote (what follows the string is written over them), so
+    /// `out` must have room for `end - start` bytes: what is left of the text.
     @inline(__always)
-    func scanString(from start: Int) -> (end: Int, escaped: Bool)? {
+    func scanString(from start: Int, copyingTo out: UnsafeMutablePointer<UInt8>? = nil) -> (end: Int, escaped: Bool)? {
+        let to = out.map { $0 - start }
+        to?[start] = Byte.quote
         var i = start + 1
         var escaped = false
         let raw = UnsafeRawPointer(base)
         while true {
             // Eight bytes at a time, straight to the first quote or backslash.
             if i + 8 <= end {
-                let found = Self.quotesAndBackslashes(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)))
-                if found == 0 {
-                    i += 8
-                    continue
-                }
-                i += found.trailingZeroBitCount >> 3
-            } else {
-                guard i < end else { return nil }
-                let byte = base[i]
-                if byte != Byte.quote && byte != Byte.backslash {
-                    i += 1
-                    continue
-                }
-            }
-            if base[i] == Byte.quote { return (i + 1, escaped) }
-            escaped = true
-            i += 2
-        }
-    }
-
-    /// `scanString` that also copies the string, quotes included, to `out`;
-    /// returns the index just past the closing quote (the bytes up to it are
-    /// what was written). Copies eight bytes at a time too, so `out` must
-    /// have room for `end - start` bytes: what is left of the text.
-    @inline(__always)
-    func copyString(from start: Int, to out: UnsafeMutablePointer<UInt8>) -> Int? {
-        // A string is copied byte for byte: `text[start + k]` goes to `out[k]`.
-        let to = out - start
-        to[start] = Byte.quote
-        var i = start + 1
-        let raw = UnsafeRawPointer(base)
-        while true {
-            if i + 8 <= end {
-                // The whole word is copied, even past a quote: the bytes after
-                // the string are written again by what follows it.
                 let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                UnsafeMutableRawPointer(to + i).storeBytes(of: word, as: UInt64.self)
+                if let to { UnsafeMutableRawPointer(to + i).storeBytes(of: word, as: UInt64.self) }
                 let found = Self.quotesAndBackslashes(UInt64(littleEndian: word))
                 if found == 0 {
                     i += 8
@@ -236,16 +208,17 @@ private struct Scanner {
             } else {
                 guard i < end else { return nil }
                 let byte = base[i]
-                to[i] = byte
+                to?[i] = byte
                 if byte != Byte.quote && byte != Byte.backslash {
                     i += 1
                     continue
                 }
             }
             // `base[i]`, a quote or a backslash, has been copied.
-            if base[i] == Byte.quote { return i + 1 }
+            if base[i] == Byte.quote { return (i + 1, escaped) }
             guard i + 1 < end else { return nil }
-            to[i + 1] = base[i + 1]
+            to?[i + 1] = base[i + 1]
+            escaped = true
             i += 2
         }
     }
@@ -343,7 +316,7 @@ private struct Scanner {
                 switch byte {
                 case Byte.quote:
                     // Compacting never writes ahead of reading (`n <= i - start`).
-                    guard let stringEnd = copyString(from: i, to: o + n) else { break scan }
+                    guard let stringEnd = scanString(from: i, copyingTo: o + n)?.end else { break scan }
                     n += stringEnd - i
                     i = stringEnd
                     last = Byte.quote

@@ -110,7 +110,7 @@ public struct FileClient: Client {
         switch info.st_mode & S_IFMT {
         case S_IFREG:
             defer { close(fd) }
-            return .read(readAll(fd, size: Int(info.st_size), regularFile: true))
+            return .read(readAll(fd, size: Int(info.st_size)))
         case S_IFDIR:
             close(fd)
             return .read(.failure(SystemError(code: EISDIR)))
@@ -155,21 +155,18 @@ public struct FileClient: Client {
         }
     }
 
-    /// Reads a whole file with one `read` loop into memory, opening it
-    /// blocking (a FIFO: until a writer opens it).
+    /// Reads a whole file into memory, as a page is read (blocking: a FIFO
+    /// until its writer has written and left).
     static func readFile(_ path: String) -> Result<[UInt8], SystemError> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return .failure(SystemError(code: errno)) }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { return .failure(SystemError(code: errno)) }
-        guard (info.st_mode & S_IFMT) != S_IFDIR else { return .failure(SystemError(code: EISDIR)) }
-        return readAll(fd, size: Int(info.st_size), regularFile: (info.st_mode & S_IFMT) == S_IFREG)
+        switch openPage(path) {
+        case .read(let result): return result
+        case .stream(let fd): return readStream(fd)
+        }
     }
 
-    /// Reads `fd` to its end. The size fstat gave is a hint: a FIFO reports
-    /// 0 and a file may grow; either is read to its end.
-    private static func readAll(_ fd: Int32, size: Int, regularFile: Bool) -> Result<[UInt8], SystemError> {
+    /// Reads the regular file `fd` to its end. The size fstat gave is a
+    /// hint: a file may grow, and is read to its end.
+    private static func readAll(_ fd: Int32, size: Int) -> Result<[UInt8], SystemError> {
         var capacity = max(size + 1, 4096)
         var bytes = [UInt8]()
         var filled = 0
@@ -192,11 +189,11 @@ public struct FileClient: Client {
             }
             if n == 0 { break }
             filled += n
-            // A regular file that held at least what fstat said, read short of
-            // the room there was, was read to its end: no read of 0 bytes is
+            // A file that held at least what fstat said, read short of the
+            // room there was, was read to its end: no read of 0 bytes is
             // needed to learn it. (Files reporting size 0, as in /proc, are
             // read until a read returns 0.)
-            if regularFile && size > 0 && filled >= size && filled < bytes.count { break }
+            if size > 0 && filled >= size && filled < bytes.count { break }
         }
         bytes.removeSubrange(filled...)
         return .success(bytes)
