@@ -178,9 +178,8 @@ public final class JSON: @unchecked Sendable {
     /// The member named `key` of an object, or `nil`.
     public subscript(key: String) -> JSON? {
         guard kind == .object else { return nil }
-        let found: UnsafeMutablePointer<json_t>? = key.utf8CString.withUnsafeBufferPointer { buffer in
-            json_object_getn(pointer, buffer.baseAddress!, buffer.count - 1)
-        }
+        var key = key
+        let found = key.withUTF8 { Self.member(of: pointer, named: $0) }
         return found.map { JSON(retaining: OpaquePointer($0)) }
     }
 
@@ -225,21 +224,69 @@ public final class JSON: @unchecked Sendable {
     ///
     /// Returns `nil` when the pointer is malformed or names nothing.
     public func pointer(_ path: String) -> JSON? {
-        guard let tokens = JSONPointer.tokens(path) else { return nil }
-        var current = self
-        for token in tokens {
-            switch current.kind {
-            case .object:
-                guard let next = current[token] else { return nil }
-                current = next
-            case .array:
-                guard let index = JSONPointer.arrayIndex(token), let next = current[index] else { return nil }
-                current = next
-            default:
-                return nil
+        if path.isEmpty { return self }
+        var path = path
+        let found = path.withUTF8 { Self.follow($0, from: pointer) }
+        return found.map { JSON(retaining: OpaquePointer($0)) }
+    }
+
+    /// The value `path` (a non-empty RFC 6901 pointer, as UTF-8) names below
+    /// `root`, or nil when it is malformed or names nothing. Walks jansson's
+    /// values directly: nothing is allocated unless a token has `~` escapes.
+    private static func follow(
+        _ path: UnsafeBufferPointer<UInt8>, from root: UnsafeMutablePointer<json_t>
+    ) -> UnsafeMutablePointer<json_t>? {
+        guard path.first == UInt8(ascii: "/") else { return nil }
+        var current = root
+        var start = 1
+        var unescaped: [UInt8] = []
+        while true {
+            var end = start
+            var escaped = false
+            while end < path.count && path[end] != UInt8(ascii: "/") {
+                if path[end] == UInt8(ascii: "~") { escaped = true }
+                end += 1
             }
+            let token = UnsafeBufferPointer(rebasing: path[start..<end])
+            let next: UnsafeMutablePointer<json_t>?
+            if escaped {
+                guard JSONPointer.unescape(token, into: &unescaped) else { return nil }
+                next = unescaped.withUnsafeBufferPointer { child(of: current, at: $0) }
+            } else {
+                next = child(of: current, at: token)
+            }
+            guard let next else { return nil }
+            current = next
+            if end == path.count { return current }
+            start = end + 1
         }
-        return current
+    }
+
+    /// The member of an object, or the element of an array, that one
+    /// unescaped pointer token names.
+    private static func child(
+        of value: UnsafeMutablePointer<json_t>, at token: UnsafeBufferPointer<UInt8>
+    ) -> UnsafeMutablePointer<json_t>? {
+        switch np_json_typeof(value) {
+        case Int32(JSON_OBJECT.rawValue):
+            return member(of: value, named: token)
+        case Int32(JSON_ARRAY.rawValue):
+            guard let index = JSONPointer.arrayIndex(token) else { return nil }
+            return json_array_get(value, index)
+        default:
+            return nil
+        }
+    }
+
+    /// The member of `object` whose key is `key` (UTF-8, may hold NUL bytes).
+    private static func member(
+        of object: UnsafeMutablePointer<json_t>, named key: UnsafeBufferPointer<UInt8>
+    ) -> UnsafeMutablePointer<json_t>? {
+        // jansson takes no null key, not even for the empty one.
+        guard let base = key.baseAddress else { return json_object_getn(object, "", 0) }
+        return base.withMemoryRebound(to: CChar.self, capacity: key.count) {
+            json_object_getn(object, $0, key.count)
+        }
     }
 
     // MARK: Output

@@ -119,7 +119,7 @@ private struct Scanner {
                 j = next.index
             }
         case Byte.openBracket:
-            guard let index = Self.arrayIndex(token) else {
+            guard let index = JSONPointer.arrayIndex(token) else {
                 guard let valueEnd = skipValue(from: i) else { return nil }
                 return Outcome(found: nil, end: valueEnd)
             }
@@ -146,18 +146,6 @@ private struct Scanner {
             guard let valueEnd = skipValue(from: i) else { return nil }
             return Outcome(found: nil, end: valueEnd)
         }
-    }
-
-    /// An RFC 6901 array index token: `0` or digits without a leading zero.
-    static func arrayIndex(_ token: [UInt8]) -> Int? {
-        guard let first = token.first, token.count <= 18 else { return nil }
-        if first == UInt8(ascii: "0") && token.count > 1 { return nil }
-        var value = 0
-        for byte in token {
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
-            value = value * 10 + Int(byte - UInt8(ascii: "0"))
-        }
-        return value
     }
 
     // MARK: Lexing

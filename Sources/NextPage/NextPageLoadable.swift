@@ -108,8 +108,10 @@ public struct ReadAhead: Sendable, Equatable {
 
 /// The bookkeeping behind "one fetch at a time": the calls in line, the
 /// call being served, and the fetches started for the next pages. Owned by
-/// the conforming actor and touched only by the `NextPageLoadable` extension.
-public struct LoadQueue: Sendable {
+/// the conforming actor and touched only by the `NextPageLoadable` extension,
+/// on that actor. A class, so that reading it through the protocol's
+/// requirement does not copy every array and dictionary in it.
+public final class LoadQueue {
     /// One call in line, from `enqueueLoadNext` until it is answered.
     fileprivate struct Call {
         /// Where its answer goes to its caller.
@@ -296,8 +298,8 @@ public struct LoadTicket: Sendable {
 public protocol NextPageLoadable: Actor {
     /// `hasNext`, `isLoading`, `lastId` and counters.
     var nextPageState: NextPageState { get set }
-    /// Queue bookkeeping for the extension; start with `LoadQueue()`.
-    var loadQueue: LoadQueue { get set }
+    /// Queue bookkeeping for the extension: a `LoadQueue()` of its own.
+    var loadQueue: LoadQueue { get }
     /// Loop guards for sources that never end.
     var loopGuard: LoopGuard { get }
     /// How far ahead of the calls pages may be fetched.
@@ -621,7 +623,6 @@ extension NextPageLoadable {
     private func readAheadIfWanted() {
         let policy = readAhead
         guard policy.afterDelivery > 0 || policy.whileChecking > 0 else { return }
-        // Read once: each read of the requirement copies the whole queue.
         let queue = loadQueue
         var allowed = policy.afterDelivery
         let demand = queue.waiting + queue.streaming

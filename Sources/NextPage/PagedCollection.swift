@@ -11,7 +11,7 @@ public actor PagedCollection: NextPageLoadable {
     private let strategy: any PagingStrategy
 
     public var nextPageState = NextPageState()
-    public var loadQueue = LoadQueue()
+    public let loadQueue = LoadQueue()
     public let loopGuard: LoopGuard
     /// The newest `maxItems` items, by absolute offset.
     public private(set) var buffer: ItemBuffer

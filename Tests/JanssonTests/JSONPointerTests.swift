@@ -98,4 +98,21 @@ final class JSONPointerTests: XCTestCase {
         XCTAssertEqual(graphQL.pointer("/data/x/pageInfo/hasNextPage")?.bool, false)
         XCTAssertEqual(graphQL.pointer("/data/x/pageInfo/endCursor")?.string, "abc")
     }
+
+    func testEscapedTokensBetweenPlainOnesAndKeysThatArePrefixes() throws {
+        let document = try JSON.parse(#"{"x": {"m~n": {"a/b": [5, {"": 6}]}}, "ab": 1, "a": {"b": 2}}"#)
+        XCTAssertEqual(document.pointer("/x/m~0n/a~1b/0")?.integer, 5)
+        XCTAssertEqual(document.pointer("/x/m~0n/a~1b/1/")?.integer, 6, "an empty last token is the key \"\"")
+        XCTAssertNil(document.pointer("/x/m~0n/a~2b/0"), "a bad escape after tokens that resolve")
+        XCTAssertNil(document.pointer("/x/m~0n/a~1b/0~"), "a bad escape in the last token")
+        XCTAssertNil(document.pointer("/x/m~1n"), "~1 is /, not ~")
+        XCTAssertEqual(document.pointer("/a/b")?.integer, 2)
+        XCTAssertEqual(document.pointer("/ab")?.integer, 1)
+        XCTAssertNil(document.pointer("/abc"), "keys are matched whole")
+        XCTAssertNil(document.pointer("/x/m"), "keys are matched whole")
+        XCTAssertEqual(document["ab"]?.integer, 1)
+        XCTAssertNil(document["a\u{0}b"], "a key is matched with its length, past a NUL")
+        XCTAssertNil(document[""])
+        XCTAssertEqual(try JSON.parse(rfcDocument)[""]?.integer, 0)
+    }
 }
