@@ -102,7 +102,15 @@ def run_once(cmd, cwd, stdin_path, out_path, timeout, method):
 def cmd_run(args):
     walls, rss, failures = [], [], []
     method = rss_method()
-    for i in range(args.runs):
+    if args.append and os.path.exists(args.result):
+        # Runs of two programs alternate (see scripts/bench): carry on the
+        # record of this program's earlier runs.
+        with open(args.result) as f:
+            earlier = json.load(f)
+        walls, rss, failures = earlier["wall"], earlier["maxrss_kib"], earlier["failures"]
+    done, failed_before = len(walls), len(failures)
+    total = max(args.of or 0, done + args.runs)
+    for i in range(done, done + args.runs):
         wall, maxrss, code, timed_out = run_once(args.cmd, args.cwd, args.stdin, args.out,
                                                  args.timeout, method)
         walls.append(wall)
@@ -115,13 +123,13 @@ def cmd_run(args):
             note = "  exit code %d (stderr: %s.stderr)" % (code, args.out)
             failures.append("run %d exit code %d" % (i + 1, code))
         print("  %-9s run %d/%d: %8.3f s  peak RSS %8.1f MiB%s" % (
-            args.name, i + 1, args.runs, wall, maxrss / 1024.0, note), flush=True)
+            args.name, i + 1, total, wall, maxrss / 1024.0, note), flush=True)
     result = {"name": args.name, "wall": walls, "maxrss_kib": rss, "failures": failures,
               "rss_method": method, "rss_floor_kib": rss_floor_kib() if method == "wait4" else 0}
     with open(args.result, "w") as f:
         json.dump(result, f)
-    if failures:
-        print("FAIL: %s: %s" % (args.name, "; ".join(failures)))
+    if len(failures) > failed_before:
+        print("FAIL: %s: %s" % (args.name, "; ".join(failures[failed_before:])))
         return 1
     return 0
 
@@ -544,6 +552,9 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--result", required=True)
     p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--append", action="store_true",
+                   help="add these runs to the runs already in --result")
+    p.add_argument("--of", type=int, default=None, help="runs planned in all (for the progress lines)")
     p.add_argument("cmd", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_run)
 
