@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Jansson
 
 /// The items a collection keeps for `items`: the newest `capacity` items,
@@ -23,7 +18,7 @@ public struct ItemBuffer: Sendable {
     /// The smallest slab.
     static let minSlabBytes = 4 << 10
     /// The largest slab, unless one item needs more.
-    static let slabBytes = Slab.hugePageBytes
+    static let slabBytes = 2 << 20
 
     /// Consecutive items of one page that lie in one slab: where they are.
     private struct Page {
@@ -189,38 +184,23 @@ public struct ItemBuffer: Sendable {
 /// `ItemBuffer` may share a slab; only a buffer holding the sole reference
 /// appends to it.
 ///
-/// A slab of 2 MiB or more is mapped on a 2 MiB boundary and asked to be
-/// backed by huge pages: filling it then costs one page fault per 2 MiB
-/// rather than one per 4 KiB, which is much of the cost of keeping items
-/// (a collection keeping a million items faults in hundreds of megabytes).
-/// Where huge pages are off, it is ordinary memory.
+/// Slabs are ordinary memory, in 4 KiB pages. Huge pages (`MADV_HUGEPAGE`)
+/// fault in 2 MiB at a time, but on a virtual machine that hands free
+/// memory back to its host, a huge page is zeroed at a quarter of the speed
+/// of small ones unless it was freed moments before: keeping 46 MB of items
+/// took 85–105 ms of page faults with huge pages and 20–25 ms without.
 final class Slab: @unchecked Sendable {
-    static let hugePageBytes = 2 << 20
-
     let base: UnsafeMutablePointer<UInt8>
     let capacity: Int
     private(set) var count = 0
-    /// Whether `base` was mapped (and is unmapped) rather than allocated.
-    private let mapped: Bool
 
     init(capacity: Int) {
-        if capacity >= Self.hugePageBytes, let region = Self.mapAligned(capacity) {
-            base = region.base
-            self.capacity = region.size
-            mapped = true
-        } else {
-            base = .allocate(capacity: capacity)
-            self.capacity = capacity
-            mapped = false
-        }
+        base = .allocate(capacity: capacity)
+        self.capacity = capacity
     }
 
     deinit {
-        if mapped {
-            munmap(base, capacity)
-        } else {
-            base.deallocate()
-        }
+        base.deallocate()
     }
 
     var room: Int { capacity - count }
@@ -244,25 +224,5 @@ final class Slab: @unchecked Sendable {
         let copy = Slab(capacity: capacity)
         copy.append(UnsafeBufferPointer(start: base, count: count))
         return copy
-    }
-
-    /// `size` rounded up to whole huge pages, mapped on a huge-page boundary
-    /// (a larger mapping, trimmed at both ends) and advised to use huge pages.
-    private static func mapAligned(_ size: Int) -> (base: UnsafeMutablePointer<UInt8>, size: Int)? {
-        let huge = hugePageBytes
-        let rounded = (size + huge - 1) / huge * huge
-        guard let raw = mmap(nil, rounded + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
-              raw != MAP_FAILED else { return nil }
-        let address = Int(bitPattern: raw)
-        let aligned = (address + huge - 1) & ~(huge - 1)
-        let head = aligned - address
-        if head > 0 { munmap(raw, head) }
-        let tail = huge - head
-        if tail > 0 { munmap(UnsafeMutableRawPointer(bitPattern: aligned + rounded), tail) }
-        let base = UnsafeMutableRawPointer(bitPattern: aligned)!
-        #if os(Linux)
-        _ = madvise(base, rounded, Int32(MADV_HUGEPAGE))
-        #endif
-        return (base.bindMemory(to: UInt8.self, capacity: rounded), rounded)
     }
 }
