@@ -259,20 +259,17 @@ final class CallHandoff: Sendable {
 /// cleared by the collection when its line runs empty. Calls enqueued while
 /// it is set are served without their callers visiting the collection.
 final class ServingSignal: Sendable {
-    private let serving = Mutex(false)
+    private let serving = Atomic<Bool>(false)
 
     /// Marks the line as served; true when it was not, and the caller must
     /// start serving.
     func start() -> Bool {
-        serving.withLock { serving in
-            defer { serving = true }
-            return !serving
-        }
+        serving.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
     }
 
     /// The line ran empty.
     func stop() {
-        serving.withLock { $0 = false }
+        serving.store(false, ordering: .releasing)
     }
 }
 
