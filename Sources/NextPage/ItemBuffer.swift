@@ -32,7 +32,8 @@ public struct ItemBuffer: Sendable {
         var count: Int { bounds.count - 1 }
     }
 
-    private var slabs: [Slab] = []
+    /// Byte arrays, each filled up to the capacity reserved when it was made.
+    private var slabs: [[UInt8]] = []
     /// Absolute number of `slabs[0]`.
     private var firstSlab = 0
     private var pages: [Page] = []
@@ -65,7 +66,7 @@ public struct ItemBuffer: Sendable {
             // As many items as fit in the last slab, which is made anew when
             // not even the first of them fits.
             let start = items.span(first).lowerBound
-            let room = slabs.last?.room ?? 0
+            let room = slabs.last.map { $0.capacity - $0.count } ?? 0
             var end = first
             while end < items.count && items.span(end).upperBound - start <= room { end += 1 }
             if end == first {
@@ -73,15 +74,13 @@ public struct ItemBuffer: Sendable {
                 continue
             }
             let last = slabs.count - 1
-            if !isKnownUniquelyReferenced(&slabs[last]) { slabs[last] = slabs[last].copy() }
-            let slab = slabs[last]
-            let base = slab.count
+            let base = slabs[last].count
             var bounds: [UInt32] = []
             bounds.reserveCapacity(end - first + 1)
             for index in first..<end { bounds.append(UInt32(base + items.span(index).lowerBound - start)) }
             let bytes = start..<items.span(end - 1).upperBound
             bounds.append(UInt32(base + bytes.count))
-            items.array.withUnsafeBufferPointer { slab.append(UnsafeBufferPointer(rebasing: $0[bytes])) }
+            slabs[last].append(contentsOf: items.array[bytes])
             pages.append(Page(slab: firstSlab + last, bounds: bounds, offset: endOffset + first))
             first = end
         }
@@ -112,8 +111,14 @@ public struct ItemBuffer: Sendable {
     private mutating func addSlab(atLeast size: Int) {
         // As large as what is kept now: memory grows with the bytes kept,
         // and a collection that keeps much makes few slabs.
+        // Ordinary 4 KiB pages, not huge ones: on a virtual machine that hands
+        // free memory back to its host, a huge page is zeroed at a quarter of
+        // the speed unless it was freed moments before (46 MB of items: 85–105
+        // ms of page faults with `MADV_HUGEPAGE`, 20–25 ms without).
         let kept = slabs.reduce(0) { $0 + $1.count }
-        slabs.append(Slab(capacity: max(size, min(Self.slabBytes, max(Self.minSlabBytes, kept)))))
+        var slab: [UInt8] = []
+        slab.reserveCapacity(max(size, min(Self.slabBytes, max(Self.minSlabBytes, kept))))
+        slabs.append(slab)
     }
 
     /// Items with absolute offsets in `offset ..< offset + limit` that are
@@ -135,7 +140,7 @@ public struct ItemBuffer: Sendable {
             for item in (position - page.offset)..<to {
                 if !starts.isEmpty { bytes.append(UInt8(ascii: ",")) }
                 starts.append(UInt32(bytes.count))
-                bytes.append(contentsOf: slab.bytes(Int(page.bounds[item])..<itemEnd(page, item)))
+                bytes.append(contentsOf: slab[Int(page.bounds[item])..<itemEnd(page, item)])
             }
             position = page.offset + to
             index += 1
@@ -179,50 +184,3 @@ public struct ItemBuffer: Sendable {
     }
 }
 
-/// Memory for item bytes that are written once and never moved: the first
-/// `count` of `capacity` bytes are in use and never change, so copies of an
-/// `ItemBuffer` may share a slab; only a buffer holding the sole reference
-/// appends to it.
-///
-/// Slabs are ordinary memory, in 4 KiB pages. Huge pages (`MADV_HUGEPAGE`)
-/// fault in 2 MiB at a time, but on a virtual machine that hands free
-/// memory back to its host, a huge page is zeroed at a quarter of the speed
-/// of small ones unless it was freed moments before: keeping 46 MB of items
-/// took 85–105 ms of page faults with huge pages and 20–25 ms without.
-final class Slab: @unchecked Sendable {
-    let base: UnsafeMutablePointer<UInt8>
-    let capacity: Int
-    private(set) var count = 0
-
-    init(capacity: Int) {
-        base = .allocate(capacity: capacity)
-        self.capacity = capacity
-    }
-
-    deinit {
-        base.deallocate()
-    }
-
-    var room: Int { capacity - count }
-
-    /// Appends bytes that fit in the room left.
-    func append(_ bytes: UnsafeBufferPointer<UInt8>) {
-        precondition(bytes.count <= room, "slab overflow")
-        guard let source = bytes.baseAddress else { return }
-        (base + count).initialize(from: source, count: bytes.count)
-        count += bytes.count
-    }
-
-    /// The bytes in `range` (below `count`).
-    func bytes(_ range: Range<Int>) -> UnsafeBufferPointer<UInt8> {
-        precondition(range.lowerBound >= 0 && range.upperBound <= count, "slab range out of bounds")
-        return UnsafeBufferPointer(start: base + range.lowerBound, count: range.count)
-    }
-
-    /// A slab of the same capacity holding the same bytes.
-    func copy() -> Slab {
-        let copy = Slab(capacity: capacity)
-        copy.append(UnsafeBufferPointer(start: base, count: count))
-        return copy
-    }
-}
