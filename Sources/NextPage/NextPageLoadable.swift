@@ -1,5 +1,6 @@
 import Jansson
 import Synchronization
+import NIOConcurrencyHelpers
 
 /// What `performLoad` hands back: one page and what comes after it.
 public struct LoadedPage: Sendable {
@@ -187,7 +188,10 @@ final class CallHandoff: Sendable {
         case taken
     }
 
-    private let state = Mutex(State.pending)
+    /// A pthread lock, as elsewhere in this module: ThreadSanitizer sees it
+    /// (it does not see `Synchronization.Mutex`, which waits on a futex in
+    /// the uninstrumented standard library).
+    private let state = NIOLockedValueBox(State.pending)
     private let gaveUp = Atomic<Bool>(false)
     /// The collection's signal, for the caller to start serving.
     let signal: ServingSignal
@@ -203,7 +207,7 @@ final class CallHandoff: Sendable {
     /// Answers the call: resumes its caller, or keeps the answer until the
     /// caller asks. Returns whether the caller has it already.
     func answer(_ result: Result<PageResult, any Error>) -> Bool {
-        let waiting: CheckedContinuation<PageResult, any Error>? = state.withLock { state in
+        let waiting: CheckedContinuation<PageResult, any Error>? = state.withLockedValue { state in
             switch state {
             case .waiting(let continuation):
                 state = .taken
@@ -221,14 +225,14 @@ final class CallHandoff: Sendable {
 
     /// Replaces an answer the caller has not taken yet with `LoadError.cancelled`.
     func withdraw() {
-        state.withLock { state in
+        state.withLockedValue { state in
             if case .answered = state { state = .answered(.failure(LoadError.cancelled)) }
         }
     }
 
     /// Whether the caller has taken its answer.
     var isTaken: Bool {
-        state.withLock { state in
+        state.withLockedValue { state in
             if case .taken = state { return true }
             return false
         }
@@ -237,7 +241,7 @@ final class CallHandoff: Sendable {
     /// Waits for the answer (at most one caller waits).
     func take() async throws -> PageResult {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PageResult, any Error>) in
-            let answer: Result<PageResult, any Error>? = state.withLock { state in
+            let answer: Result<PageResult, any Error>? = state.withLockedValue { state in
                 switch state {
                 case .answered(let result):
                     state = .taken
@@ -620,20 +624,19 @@ extension NextPageLoadable {
     private func readAheadIfWanted() {
         let policy = readAhead
         guard policy.afterDelivery > 0 || policy.whileChecking > 0 else { return }
-        let queue = loadQueue
         var allowed = policy.afterDelivery
-        let demand = queue.waiting + queue.streaming
+        let demand = loadQueue.waiting + loadQueue.streaming
         if policy.whileChecking > 0 && demand > 0 {
             allowed = max(allowed, 1 + min(demand, policy.whileChecking))
         }
-        guard queue.fetches.count < allowed else { return }
+        guard loadQueue.fetches.count < allowed else { return }
 
         let cursor: Cursor?
         let loadedBefore: Int
-        var streak = queue.emptyStreak
-        if let last = queue.fetches.last {
+        var streak = loadQueue.emptyStreak
+        if let last = loadQueue.fetches.last {
             guard let head = last.head, head.hasNext, let next = head.next, next != last.cursor else { return }
-            for fetch in queue.fetches {
+            for fetch in loadQueue.fetches {
                 guard let head = fetch.head else { return }
                 streak = head.itemCount == 0 && head.hasNext ? streak + 1 : 0
             }
@@ -644,9 +647,9 @@ extension NextPageLoadable {
         } else {
             // Only right after a page landed: never for a fresh collection, nor
             // after a call failed or gave up (its page is asked for again).
-            guard queue.lastCallLanded, nextPageState.hasNext, let lastId = nextPageState.lastId else { return }
+            guard loadQueue.lastCallLanded, nextPageState.hasNext, let lastId = nextPageState.lastId else { return }
             cursor = lastId
-            loadedBefore = queue.received
+            loadedBefore = loadQueue.received
         }
         startFetch(cursor: cursor, isFirstPage: false, loadedBefore: loadedBefore)
     }
