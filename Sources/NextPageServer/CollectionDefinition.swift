@@ -16,8 +16,8 @@ public enum UpstreamMode: Sendable, Equatable {
 public struct CollectionDefinition: Sendable {
     /// Where pages come from (the protocol `Client` to build).
     public enum Source: Sendable, Equatable {
-        /// `{"type": "file", "dir": D}`, with `dir` resolved against the config file's folder.
-        case file(directory: String)
+        /// `{"type": "file", "dir": D, "maxBodyBytes": N}`, with `dir` resolved against the config file's folder.
+        case file(directory: String, maxBodyBytes: Int = FileClient.defaultMaxBodyBytes)
         /// The built-in demo pages.
         case bundled(pages: [String: [UInt8]])
         /// `{"type": "http", "url", ...}`, with `${env:NAME}` expanded.
@@ -43,7 +43,7 @@ public struct CollectionDefinition: Sendable {
     /// (default: no logs).
     public func makeClient(name: String = "", upstream: UpstreamMode = .live, logger: Logger? = nil) -> any Client {
         switch source {
-        case .file(let directory): return FileClient(directory: directory)
+        case .file(let directory, let maxBodyBytes): return FileClient(directory: directory, maxBodyBytes: maxBodyBytes)
         case .bundled(let pages): return BundledClient(pages: pages)
         case .command(let command): return CommandClient(source: command, collection: name, logger: logger)
         case .http(let http):

@@ -31,6 +31,7 @@ public struct DefinitionValidator: Sendable {
         "type", "url", "method", "body", "query", "headers", "timeout", "retries", "maxBodyBytes",
     ]
     static let commandSourceKeys: Set<String> = ["type", "argv", "env", "timeout", "maxBodyBytes"]
+    static let fileSourceKeys: Set<String> = ["type", "dir", "maxBodyBytes"]
     static let collectionKeys: Set<String> = [
         "source", "paging", "pageSize", "pageSizeParam", "maxItems", "prefetch", "dedupe",
         "onRepeatedCursor", "maxEmptyPages",
@@ -147,8 +148,8 @@ public struct DefinitionValidator: Sendable {
             }
             return .command(try validateCommandSource(json, at: path))
         }
-        for (key, _) in json.members where key != "type" && key != "dir" {
-            throw DefinitionError(field: "\(path).\(key)", expected: "no such field for a file source (known: type, dir)")
+        for (key, _) in json.members where !Self.fileSourceKeys.contains(key) {
+            throw DefinitionError(field: "\(path).\(key)", expected: "no such field for a file source (known: type, dir, maxBodyBytes)")
         }
         guard let dir = try reader.string("dir", required: true, nonEmpty: true, expected: "a directory path") else {
             throw DefinitionError(field: "\(path).dir", expected: "a directory path")
@@ -158,7 +159,8 @@ public struct DefinitionValidator: Sendable {
         guard stat(resolved, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
             throw DefinitionError(field: "\(path).dir", expected: "an existing directory ('\(resolved)' is not one)")
         }
-        return .file(directory: resolved)
+        let maxBodyBytes = try reader.integer("maxBodyBytes", min: 1) ?? FileClient.defaultMaxBodyBytes
+        return .file(directory: resolved, maxBodyBytes: maxBodyBytes)
     }
 }
 

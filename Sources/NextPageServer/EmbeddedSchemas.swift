@@ -878,6 +878,12 @@ public enum EmbeddedSchemas {
             "description": "The folder of the pages; relative paths are resolved against the folder of the config file (for `define`, the server's config folder, else the working directory). Must exist.",
             "type": "string",
             "minLength": 1
+          },
+          "maxBodyBytes": {
+            "description": "Largest page file accepted, in bytes; a larger one (or a FIFO or device that keeps giving more) is an upstream error (-32002) naming the file, read no further than the limit.",
+            "type": "integer",
+            "minimum": 1,
+            "default": 67108864
           }
         }
       },
@@ -1277,6 +1283,12 @@ public enum EmbeddedSchemas {
           "description": "The folder of the pages; relative paths are resolved against the folder of the config file (for `define`, the server's config folder, else the working directory). Must exist.",
           "type": "string",
           "minLength": 1
+        },
+        "maxBodyBytes": {
+          "description": "Largest page file accepted, in bytes; a larger one (or a FIFO or device that keeps giving more) is an upstream error (-32002) naming the file, read no further than the limit.",
+          "type": "integer",
+          "minimum": 1,
+          "default": 67108864
         }
       }
     },

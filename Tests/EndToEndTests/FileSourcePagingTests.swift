@@ -188,6 +188,25 @@ final class FileSourcePagingTests: EndToEndTestCase {
         try server.finish()
     }
 
+    func testAPageFileOverMaxBodyBytesIsAnUpstreamErrorAndTheServerGoesOn() throws {
+        let first = #"{"items": [{"id": 1}], "next_cursor": "big"}"#
+        let config = #"{"collections": {"c": {"source": {"type": "file", "dir": "pages", "maxBodyBytes": \#(first.utf8.count)}, "paging": {"strategy": "cursor"}}}}"#
+        let server = try startServer(
+            config: config,
+            files: ["pages/first.json": first, "pages/big.json": #"{"items": [{"id": 2}, {"id": 3}], "next_cursor": null}"#])
+        try server.request("1", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"c","items":[{"id":1}],"page":1,"hasNext":true,"lastId":"big","count":1}"#))
+        try server.request("2", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("2"), rpcError(2, #"""
+            {"code":-32002,"message":"<string>","data":{"collection":"c","attempts":"<int>","retryable":false,
+             "message":"<contains:'big.json'>"}}
+            """#))
+        // The cursor stayed; lastError says why.
+        try server.request("3", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","hasNext":true,"isLoading":false,"lastId":"big","count":1,"pages":1,"lastError":"<contains:larger than maxBodyBytes (\#(first.utf8.count) bytes)>"}"#))
+        try server.finish()
+    }
+
     func testMalformedPageIsNotUnderstoodWithLineAndColumn() throws {
         let server = try startServer(
             config: fileConfig(paging: #"{"strategy": "cursor"}"#),

@@ -145,6 +145,12 @@ final class DefinitionValidatorTests: XCTestCase {
         XCTAssertEqual(configError(#"{"collections": {"f": \#(definition(source: #"{"type": "file"}"#))}}"#)?.field,
                        "collections.f.source.dir")
         XCTAssertEqual(defineError(#"{"source": {"type": "file", "dir": "\#(dir)"}}"#)?.field, "paging", "missing paging")
+        for bad in ["0", "-1", "1.5", #""1024""#] {
+            XCTAssertEqual(defineError(definition(source: #"{"type": "file", "dir": "\#(dir)", "maxBodyBytes": \#(bad)}"#))?.field,
+                           "source.maxBodyBytes", bad)
+        }
+        let unknown = try XCTUnwrap(defineError(definition(source: #"{"type": "file", "dir": "\#(dir)", "url": "x"}"#)))
+        XCTAssertEqual(unknown.expected, "no such field for a file source (known: type, dir, maxBodyBytes)")
     }
 
     func testBadPointers() {
@@ -182,7 +188,7 @@ final class DefinitionValidatorTests: XCTestCase {
                 "dedupe": true, "onRepeatedCursor": "error", "maxEmptyPages": 3
               },
               "numbers": {
-                "source": {"type": "file", "dir": "pages"},
+                "source": {"type": "file", "dir": "pages", "maxBodyBytes": 1024},
                 "paging": {"strategy": "offset", "limitParam": "count", "start": 5, "total": "/meta/total", "items": ""}
               }
             }}
@@ -192,13 +198,14 @@ final class DefinitionValidatorTests: XCTestCase {
 
         let friends = result[0].definition
         XCTAssertEqual(friends.source, .file(directory: "\(dir)/pages"))
+        XCTAssertEqual(friends.source, .file(directory: "\(dir)/pages", maxBodyBytes: 64 << 20), "the default limit")
         XCTAssertEqual(friends.paging, Paging(strategy: .lastId, param: "after", items: "/data", id: "/uid", hasNext: "/has_more"))
         XCTAssertEqual(friends.options, CollectionOptions(
             pageSize: 50, pageSizeParam: "per_page", maxItems: 1000, prefetch: 1, dedupe: true,
             onRepeatedCursor: .error, maxEmptyPages: 3))
 
         let numbers = result[1].definition
-        XCTAssertEqual(numbers.source, .file(directory: "\(dir)/pages"), "relative dirs resolve against the base directory")
+        XCTAssertEqual(numbers.source, .file(directory: "\(dir)/pages", maxBodyBytes: 1024), "relative dirs resolve against the base directory")
         XCTAssertEqual(numbers.paging, Paging(strategy: .offset, limitParam: "count", start: 5, items: "", total: "/meta/total"))
         XCTAssertEqual(numbers.paging.param, "offset")
         XCTAssertEqual(numbers.options, CollectionOptions())

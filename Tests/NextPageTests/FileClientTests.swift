@@ -162,6 +162,52 @@ final class FileClientTests: XCTestCase {
         XCTAssertEqual(empty.body, [])
     }
 
+    /// The upstream failure of fetching `cursor`'s page, or a test failure.
+    private func fetchFailure(_ client: FileClient, _ cursor: Cursor?, first: Bool = false) async -> UpstreamFailure? {
+        do {
+            let response = try await client.fetch(request(cursor, first: first))
+            XCTFail("read \(response.body.count) bytes, over maxBodyBytes \(client.maxBodyBytes)")
+        } catch LoadError.upstream(let failure) {
+            return failure
+        } catch {
+            XCTFail("unexpected \(error)")
+        }
+        return nil
+    }
+
+    func testMaxBodyBytesBoundsAPageFile() async throws {
+        let page = #"{"items": [1, 2, 3]}"#
+        try write("pages/exact.json", page)
+        try write("pages/over.json", page + " ")
+        let client = FileClient(directory: base + "/pages", maxBodyBytes: page.utf8.count)
+        let exact = try await client.fetch(request(.string("exact")))
+        XCTAssertEqual(String(decoding: exact.body, as: UTF8.self), page, "a page of exactly maxBodyBytes is read")
+        let failure = await fetchFailure(client, .string("over"))
+        XCTAssertEqual(
+            failure?.message, "page file 'over.json' in '\(base)/pages' is larger than maxBodyBytes (\(page.utf8.count) bytes)")
+        XCTAssertEqual(failure?.retryable, false)
+        XCTAssertEqual(FileClient(directory: base).maxBodyBytes, 64 << 20, "the default is that of http and command sources")
+    }
+
+    func testAnEndlessDeviceAsAPageStopsAtMaxBodyBytes() async throws {
+        // /dev/zero never ends: without the limit the read would take all memory.
+        XCTAssertEqual(symlink("/dev/zero", base + "/pages/first.json"), 0)
+        let failure = await fetchFailure(FileClient(directory: base + "/pages", maxBodyBytes: 100_000), nil, first: true)
+        XCTAssertEqual(failure?.message.contains("'first.json'"), true, failure?.message ?? "")
+        XCTAssertEqual(failure?.message.contains("larger than maxBodyBytes (100000 bytes)"), true, failure?.message ?? "")
+    }
+
+    func testAFifoPageOverMaxBodyBytesFails() throws {
+        let fd = try openFifoPage("many.json")
+        try writeToOpenFifo(base + "/pages/many.json", ["0123456789", "0123456789", "x"])
+        guard case .failure(let error) = FileClient.readStream(fd, limit: 20) else { return XCTFail("read 21 bytes with a limit of 20") }
+        XCTAssertEqual(error.code, SystemError.tooLarge)
+        let again = try openFifoPage("twenty.json")
+        try writeToOpenFifo(base + "/pages/twenty.json", ["0123456789", "0123456789"])
+        guard case .success(let bytes) = FileClient.readStream(again, limit: 20) else { return XCTFail("20 bytes are within a limit of 20") }
+        XCTAssertEqual(bytes.count, 20)
+    }
+
     // MARK: FIFOs
 
     /// Opens the FIFO for writing (a reader has it open, so this does not

@@ -13,9 +13,15 @@ import Dispatch
 public struct FileClient: Client {
     /// The directory holding the pages.
     public let directory: String
+    /// Largest page file read, in bytes: a larger file, or a FIFO or device
+    /// that keeps giving more, fails the fetch (read no further than that).
+    public let maxBodyBytes: Int
 
-    public init(directory: String) {
+    public static let defaultMaxBodyBytes = HTTPSource.defaultMaxBodyBytes
+
+    public init(directory: String, maxBodyBytes: Int = FileClient.defaultMaxBodyBytes) {
         self.directory = directory
+        self.maxBodyBytes = max(1, maxBodyBytes)
     }
 
     /// The file name (without directory) of the page a request names.
@@ -51,7 +57,8 @@ public struct FileClient: Client {
         let name = Self.fileName(for: request)
         let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
         let read: Result<[UInt8], SystemError>
-        switch Self.openPage(path) {
+        let limit = maxBodyBytes
+        switch Self.openPage(path, limit: limit) {
         case .read(let result):
             read = result
         case .stream(let fd):
@@ -67,7 +74,7 @@ public struct FileClient: Client {
             }
             read = await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
-                    DispatchQueue.global().async { continuation.resume(returning: Self.readStream(fd, stop: stop)) }
+                    DispatchQueue.global().async { continuation.resume(returning: Self.readStream(fd, stop: stop, limit: limit)) }
                 }
             } onCancel: {
                 stop.signal()
@@ -77,6 +84,9 @@ public struct FileClient: Client {
         switch read {
         case .success(let body):
             return UpstreamResponse(body: body)
+        case .failure(let error) where error.code == SystemError.tooLarge:
+            throw LoadError.upstream(UpstreamFailure(
+                retryable: false, message: "page file '\(name)' in '\(directory)' is larger than maxBodyBytes (\(limit) bytes)"))
         case .failure(let error):
             let reason = String(cString: strerror(error.code))
             throw LoadError.upstream(UpstreamFailure(
@@ -97,7 +107,7 @@ public struct FileClient: Client {
     /// else is handed back open: the same descriptor is then read, so a writer
     /// that opens a FIFO right after this open writes to the reader that will
     /// read it.
-    static func openPage(_ path: String) -> OpenedPage {
+    static func openPage(_ path: String, limit: Int = .max) -> OpenedPage {
         // O_NONBLOCK: opening a FIFO must not wait for a writer here.
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return .read(.failure(SystemError(code: errno))) }
@@ -110,7 +120,7 @@ public struct FileClient: Client {
         switch info.st_mode & S_IFMT {
         case S_IFREG:
             defer { close(fd) }
-            return .read(readAll(fd, size: Int(info.st_size)))
+            return .read(readAll(fd, size: Int(info.st_size), limit: limit))
         case S_IFDIR:
             close(fd)
             return .read(.failure(SystemError(code: EISDIR)))
@@ -122,12 +132,13 @@ public struct FileClient: Client {
     /// Reads a FIFO or device opened with `O_NONBLOCK` to its end and closes
     /// it. Blocks (in `poll`) until a writer has written and closed, or `stop`
     /// is signalled (then fails with `ECANCELED`): run it off the
-    /// concurrency pool.
+    /// concurrency pool. Fails with `SystemError.tooLarge` once more than
+    /// `limit` bytes came.
     ///
     /// A FIFO's `read` returns 0 both at its end and before any writer came,
     /// so every wait is a `poll` first: it reports a hang-up only once a writer
     /// has come and gone since the open.
-    static func readStream(_ fd: Int32, stop: StopSignal? = nil) -> Result<[UInt8], SystemError> {
+    static func readStream(_ fd: Int32, stop: StopSignal? = nil, limit: Int = .max) -> Result<[UInt8], SystemError> {
         defer { close(fd) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
@@ -146,6 +157,7 @@ public struct FileClient: Client {
             // (or a device that never ends) keeps the descriptor readable.
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
             if n > 0 {
+                guard n <= limit - bytes.count else { return .failure(SystemError(code: SystemError.tooLarge)) }
                 bytes.append(contentsOf: chunk[0..<n])
                 continue
             }
@@ -165,9 +177,14 @@ public struct FileClient: Client {
     }
 
     /// Reads the regular file `fd` to its end. The size fstat gave is a
-    /// hint: a file may grow, and is read to its end.
-    private static func readAll(_ fd: Int32, size: Int) -> Result<[UInt8], SystemError> {
-        var capacity = max(size + 1, 4096)
+    /// hint: a file may grow, and is read to its end, unless it holds more
+    /// than `limit` bytes (`SystemError.tooLarge`; a file larger than that
+    /// to begin with is not read at all).
+    private static func readAll(_ fd: Int32, size: Int, limit: Int) -> Result<[UInt8], SystemError> {
+        guard size <= limit else { return .failure(SystemError(code: SystemError.tooLarge)) }
+        // Room for one byte beyond the limit, which tells a file over it.
+        let most = limit < Int.max ? limit + 1 : limit
+        var capacity = min(max(size + 1, 4096), most)
         var bytes = [UInt8]()
         var filled = 0
         while true {
@@ -180,7 +197,7 @@ public struct FileClient: Client {
                     count = capacity
                 }
                 bytes = grown
-                capacity *= 2
+                capacity = capacity > most / 2 ? most : capacity * 2
             }
             let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
             if n < 0 {
@@ -189,6 +206,7 @@ public struct FileClient: Client {
             }
             if n == 0 { break }
             filled += n
+            if filled > limit { return .failure(SystemError(code: SystemError.tooLarge)) }
             // A file that held at least what fstat said, read short of the
             // room there was, was read to its end: no read of 0 bytes is
             // needed to learn it. (Files reporting size 0, as in /proc, are
@@ -203,6 +221,9 @@ public struct FileClient: Client {
 /// An `errno` value.
 struct SystemError: Error {
     let code: Int32
+
+    /// A page file over the limit (`EFBIG`, "file too large", which reading never reports).
+    static let tooLarge = EFBIG
 }
 
 /// A one-way signal a thread blocked in `poll` can wait for beside its own
