@@ -38,7 +38,9 @@ public final class Condition: @unchecked Sendable {
         pthread_cond_timedwait(cond, mutex, &deadline)
     }
 
-    /// Wakes every waiter; call inside `locked`.
+    /// Wakes every waiter; call inside `locked` or right after it (the
+    /// change the waiters look for made inside). After it spares a waiter
+    /// from waking only to wait for the mutex.
     public func broadcast() { pthread_cond_broadcast(cond) }
 }
 

@@ -89,18 +89,19 @@ public final class OutputWriter: @unchecked Sendable {
     /// Queues one message, or writes it at once when that cannot block;
     /// returns without waiting for the reader.
     public func send(_ message: RawJSON) {
-        let direct: Queued? = condition.locked {
-            guard !broken else { return nil }
+        let (direct, wake): (Queued?, Bool) = condition.locked {
+            guard !broken else { return (nil, false) }
             let queued = Queued(body: message.bytes, framing: framing)
             if !writing && queueHead == queue.count && writesAtOnce(queued.size) {
                 writing = true
-                return queued
+                return (queued, false)
             }
             pending += queued.size
             queue.append(queued)
-            if idle { condition.broadcast() }
-            return nil
+            return (nil, idle)
         }
+        // Signalled after unlocking, so the writer thread does not wake only to wait for the lock.
+        if wake { condition.broadcast() }
         guard let direct else { return }
         let ok = writeAll([direct])
         finishWrite(ok: ok, bytes: 0)
@@ -182,7 +183,7 @@ public final class OutputWriter: @unchecked Sendable {
 
     /// After a write by the writer thread (`bytes` of the queue) or by a sender.
     private func finishWrite(ok: Bool, bytes: Int) {
-        let (wasBroken, roomMade): (Bool, [CheckedContinuation<Void, Never>]) = condition.locked {
+        let (wake, wasBroken, roomMade): (Bool, Bool, [CheckedContinuation<Void, Never>]) = condition.locked {
             writing = false
             pending -= bytes
             let wasBroken = broken
@@ -193,7 +194,7 @@ public final class OutputWriter: @unchecked Sendable {
                 pending = 0
             }
             // Wake the writer thread for messages queued meanwhile, and anyone flushing.
-            if waiters > 0 || (idle && queueHead < queue.count) || !ok { condition.broadcast() }
+            let wake = waiters > 0 || (idle && queueHead < queue.count) || !ok
             var roomMade: [CheckedContinuation<Void, Never>] = []
             if !roomWaiters.isEmpty {
                 let pending = self.pending
@@ -201,8 +202,9 @@ public final class OutputWriter: @unchecked Sendable {
                 roomMade = roomWaiters.filter { pending <= $0.limit || broken }.map(\.continuation)
                 if !roomMade.isEmpty { roomWaiters.removeAll { pending <= $0.limit || broken } }
             }
-            return (wasBroken, roomMade)
+            return (wake, wasBroken, roomMade)
         }
+        if wake { condition.broadcast() }
         for continuation in roomMade { continuation.resume() }
         if !ok && !wasBroken { onBrokenPipe() }
     }
