@@ -149,7 +149,7 @@ public struct DefinitionValidator: Sendable {
             return .command(try validateCommandSource(json, at: path))
         }
         for (key, _) in json.members where !Self.fileSourceKeys.contains(key) {
-            throw DefinitionError(field: "\(path).\(key)", expected: "no such field for a file source (known: type, dir, maxBodyBytes)")
+            throw DefinitionError(field: "\(path).\(key)", expected: "no such field for a file source (known: \(Self.fileSourceKeys.sorted().joined(separator: ", ")))")
         }
         guard let dir = try reader.string("dir", required: true, nonEmpty: true, expected: "a directory path") else {
             throw DefinitionError(field: "\(path).dir", expected: "a directory path")

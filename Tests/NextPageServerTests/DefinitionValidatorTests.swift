@@ -150,7 +150,7 @@ final class DefinitionValidatorTests: XCTestCase {
                            "source.maxBodyBytes", bad)
         }
         let unknown = try XCTUnwrap(defineError(definition(source: #"{"type": "file", "dir": "\#(dir)", "url": "x"}"#)))
-        XCTAssertEqual(unknown.expected, "no such field for a file source (known: type, dir, maxBodyBytes)")
+        XCTAssertEqual(unknown.expected, "no such field for a file source (known: dir, maxBodyBytes, type)")
     }
 
     func testBadPointers() {
