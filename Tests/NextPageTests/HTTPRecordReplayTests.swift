@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Foundation
 import Jansson
 import NIOConcurrencyHelpers
 import NextPage
@@ -12,9 +13,11 @@ import XCTest
 /// it holds no secrets, and that a replay pages exactly as the network did.
 final class HTTPRecordReplayTests: HTTPSourceTestCase {
     private func temporaryDirectory() throws -> String {
-        var template = Array("/tmp/nextpage-http-XXXXXX".utf8CString)
+        var template = Array((NSTemporaryDirectory() + "/nextpage-http-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else { throw XCTSkip("mkdtemp failed") }
-        return String(cString: made)
+        let directory = String(cString: made)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: directory) }
+        return directory
     }
 
     private func read(_ path: String) -> String {
