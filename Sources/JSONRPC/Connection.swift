@@ -220,10 +220,8 @@ public final class Connection: @unchecked Sendable {
                 data: .object(["size": .integer(size), "limit": .integer(options.maxMessageBytes)]))))
         case .malformedHeader(let reason):
             emit(OutgoingMessage.error(id: nil, .invalidRequest("bad message header: \(reason)")))
-        case .truncated(let expected, let received):
-            let what = expected.map { "\(received) of \($0) bytes" } ?? "\(received) bytes of headers"
-            emit(OutgoingMessage.error(id: nil, RPCError(
-                code: RPCError.parseErrorCode, message: "Parse error: input ended inside a message (\(what))")))
+        case .truncated(let expected, let received, let body):
+            emit(OutgoingMessage.error(id: nil, .truncated(expected: expected, received: received, body: body)))
         }
         return nil
     }
@@ -237,10 +235,15 @@ public final class Connection: @unchecked Sendable {
             case .invalid(let reason):
                 emit(OutgoingMessage.error(id: nil, .invalidRequest(reason)))
             case .request(let request):
-                if let ending = control(request) { return ending }
+                if let ending = control(request) {
+                    // `exit` sent as a request is answered before the process ends.
+                    if let id = request.id { emit(OutgoingMessage.result(id: id, .null)) }
+                    return ending
+                }
                 guard let work = await admit(request) else { return nil }
+                let tracker = self.tracker
                 spawn(id: request.id) { [self] in
-                    if let reply = await Self.perform(work, id: request.id) { emit(reply) }
+                    if let reply = await Self.perform(work, id: request.id, tracker: tracker) { emit(reply) }
                 }
             }
         case .batch(let entries):
@@ -252,16 +255,21 @@ public final class Connection: @unchecked Sendable {
                     let error = OutgoingMessage.error(id: nil, .invalidRequest(reason))
                     works.append((.null, { @Sendable in throw BatchReply(message: error) }))
                 case .request(let request):
-                    if let end = control(request) { ending = end; continue }
+                    if let end = control(request) {
+                        ending = end
+                        if !request.isNotification { works.append((request.id, { @Sendable in .null })) }
+                        continue
+                    }
                     works.append((request.id, await admit(request)))
                 }
             }
             let members = works
+            let tracker = self.tracker
             spawn(id: nil) { [self] in
                 let replies = await withTaskGroup(of: (Int, RawJSON?).self) { group in
                     for (index, (id, work)) in members.enumerated() {
                         guard let work else { continue }
-                        group.addTask { (index, await Self.perform(work, id: id)) }
+                        group.addTask { (index, await Self.perform(work, id: id, tracker: tracker)) }
                     }
                     var collected: [(Int, RawJSON)] = []
                     for await (index, reply) in group { if let reply { collected.append((index, reply)) } }
@@ -290,11 +298,14 @@ public final class Connection: @unchecked Sendable {
     }
 
     /// Returns the work for a request, or `nil` when nothing more is to be done.
+    ///
+    /// `$/cancelRequest` and `initialized` are notifications; sent as
+    /// requests (with an id), they are answered with `null`.
     private func admit(_ request: RPCRequest) async -> RPCWork? {
         switch request.method {
-        case "$/cancelRequest", "exit":
-            return nil
-        case "shutdown":
+        case "$/cancelRequest":
+            return request.isNotification ? nil : { @Sendable in .null }
+        case "shutdown" where !shutdownRequested:
             shutdownRequested = true
             return request.isNotification ? nil : { @Sendable in .null }
         default:
@@ -303,7 +314,10 @@ public final class Connection: @unchecked Sendable {
         if shutdownRequested {
             return request.isNotification ? nil : { @Sendable in throw RPCError.shuttingDown }
         }
-        if request.isNotification && (request.method.hasPrefix("$/") || request.method == "initialized") {
+        if request.method == "initialized" {
+            return request.isNotification ? nil : { @Sendable in .null }
+        }
+        if request.isNotification && request.method.hasPrefix("$/") {
             return nil
         }
         let context = RPCContext(
@@ -320,16 +334,21 @@ public final class Connection: @unchecked Sendable {
     }
 
     /// Runs one request's work; returns the reply, or `nil` for a notification.
-    private static func perform(_ work: RPCWork, id: RequestID?) async -> RawJSON? {
+    /// A request cut off because the server is shutting down (the drain
+    /// timed out, or a second signal came) ends with -32801, not -32800.
+    private static func perform(_ work: RPCWork, id: RequestID?, tracker: RequestTracker) async -> RawJSON? {
         do {
             let result = try await work()
             return id.map { OutgoingMessage.result(id: $0, result) }
         } catch let error as BatchReply {
             return error.message
         } catch let error as RPCError {
+            if error.code == RPCError.requestCancelledCode && tracker.stoppedAll {
+                return id.map { OutgoingMessage.error(id: $0, .shuttingDown) }
+            }
             return id.map { OutgoingMessage.error(id: $0, error) }
         } catch is CancellationError {
-            return id.map { OutgoingMessage.error(id: $0, .cancelled) }
+            return id.map { OutgoingMessage.error(id: $0, tracker.stoppedAll ? .shuttingDown : .cancelled) }
         } catch {
             return id.map { OutgoingMessage.error(id: $0, .internalError("\(error)")) }
         }
@@ -385,7 +404,7 @@ public final class Connection: @unchecked Sendable {
         }
     }
 
-    /// Cancels every request in flight and waits for their -32800 replies.
+    /// Cancels every request in flight and waits for their -32801 replies.
     private func cancelInFlight() async {
         let tasks = tracker.cancelAll()
         for task in tasks { await task.value }
@@ -403,6 +422,7 @@ private final class RequestTracker: @unchecked Sendable {
     private var count = 0
     private var requests: [Int: (id: RequestID?, task: Task<Void, Never>)] = [:]
     private var draining = false
+    private var cancelledAll = false
 
     init(limit: Int) {
         self.limit = max(1, limit)
@@ -454,9 +474,10 @@ private final class RequestTracker: @unchecked Sendable {
         }
     }
 
-    /// Cancels every request; returns their tasks.
+    /// Cancels every request (the server is shutting down); returns their tasks.
     func cancelAll() -> [Task<Void, Never>] {
         condition.locked {
+            cancelledAll = true
             let tasks = requests.values.map(\.task)
             for task in tasks { task.cancel() }
             return tasks
@@ -472,6 +493,9 @@ private final class RequestTracker: @unchecked Sendable {
     }
 
     var isIdle: Bool { condition.locked { requests.isEmpty } }
+
+    /// Whether every request was cancelled for the shutdown.
+    var stoppedAll: Bool { condition.locked { cancelledAll } }
 }
 
 /// A ready-made reply for a batch member (an invalid entry).

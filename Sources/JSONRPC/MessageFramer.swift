@@ -35,10 +35,11 @@ public enum FrameEvent: Sendable, Equatable {
     case malformedHeader(reason: String)
     /// End of input in the middle of a message (lsp: body shorter than Content-Length, or headers not finished).
     ///
-    /// For a short body, `expected` is the Content-Length and `received` the number of body bytes that
-    /// arrived. For an unfinished header block, `expected` is `nil` and `received` is the number of
-    /// header bytes that arrived.
-    case truncated(expected: Int?, received: Int)
+    /// For a short body, `expected` is the Content-Length, `received` the number of body bytes that
+    /// arrived and `body` those bytes (empty when the body was being skipped as too large). For an
+    /// unfinished header block, `expected` is `nil`, `received` is the number of header bytes that
+    /// arrived and `body` is empty.
+    case truncated(expected: Int?, received: Int, body: [UInt8] = [])
 }
 
 /// Splits a byte stream into JSON-RPC messages. A pure state machine: it does no I/O.
@@ -503,7 +504,7 @@ public struct MessageFramer: Sendable {
     private mutating func finishLSP(events: inout [FrameEvent]) {
         switch lspState {
         case .body(let length):
-            events.append(.truncated(expected: length, received: body.count))
+            events.append(.truncated(expected: length, received: body.count, body: body))
         case .skip(let length, let remaining):
             events.append(.truncated(expected: length, received: length - remaining))
         case .headers:

@@ -29,6 +29,34 @@ public struct RPCError: Error, Sendable, Equatable {
         ]))
     }
 
+    /// -32700 for input that ended inside an LSP message: `data` says where
+    /// it ended, counted as jansson counts (line and column of the body
+    /// bytes that arrived, columns in characters, position in bytes), or
+    /// -1 for a line and column that are not known (no body was kept).
+    public static func truncated(expected: Int?, received: Int, body: [UInt8]) -> RPCError {
+        let what = expected.map { "\(received) of \($0) bytes" } ?? "\(received) bytes of headers"
+        let text = "input ended inside a message (\(what))"
+        var line = -1, column = -1, position = 0
+        if expected != nil {
+            position = received
+            if !body.isEmpty || received == 0 {
+                line = 1
+                column = 0
+                for byte in body {
+                    if byte == UInt8(ascii: "\n") {
+                        line += 1
+                        column = 0
+                    } else if byte & 0xC0 != 0x80 {
+                        column += 1
+                    }
+                }
+            }
+        }
+        return RPCError(code: parseErrorCode, message: "Parse error: \(text)", data: .object([
+            "line": .integer(line), "column": .integer(column), "position": .integer(position), "text": .string(text),
+        ]))
+    }
+
     /// -32600, with what is wrong.
     public static func invalidRequest(_ reason: String) -> RPCError {
         RPCError(code: invalidRequestCode, message: "Invalid Request: \(reason)", data: .string(reason))

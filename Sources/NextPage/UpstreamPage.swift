@@ -132,7 +132,7 @@ public struct UpstreamPage: JSONDecodable {
                     line: error.line, column: error.column, message: "page is not JSON: \(error.text)"))
             }
             guard let array = root.pointer(paging.items) else {
-                throw missing(paging.items, "the item array")
+                throw missing(paging.items, "item array")
             }
             guard array.kind == .array else {
                 throw LoadError.undecodable(PageDecodingFailure(
@@ -164,7 +164,7 @@ public struct UpstreamPage: JSONDecodable {
             page.next = try readCursor(root.pointer(nextPointer), at: nextPointer, required: false)
         }
         if let hasNextPointer = paging.hasNext {
-            guard let flag = root.pointer(hasNextPointer) else { throw missing(hasNextPointer, "the hasNext flag") }
+            guard let flag = root.pointer(hasNextPointer) else { throw missing(hasNextPointer, "hasNext flag") }
             guard let value = flag.bool else {
                 throw LoadError.undecodable(PageDecodingFailure(
                     pointer: hasNextPointer, message: "expected true or false at '\(hasNextPointer)'"))
@@ -172,7 +172,7 @@ public struct UpstreamPage: JSONDecodable {
             page.hasNextFlag = value
         }
         if let totalPointer = paging.total {
-            guard let total = root.pointer(totalPointer) else { throw missing(totalPointer, "the total") }
+            guard let total = root.pointer(totalPointer) else { throw missing(totalPointer, "total") }
             guard let value = total.integer ?? total.number.map(clampedInteger) else {
                 throw LoadError.undecodable(PageDecodingFailure(
                     pointer: totalPointer, message: "expected a number at '\(totalPointer)'"))

@@ -665,6 +665,10 @@ public enum EmbeddedSchemas {
           "skipped": {
             "description": "Present (and true) only when `loadNext` was called with `\"ifLoading\": \"skip\"` while a load was in flight: nothing was loaded.",
             "const": true
+          },
+          "lastError": {
+            "description": "Present only when the collection was stopped: why there is no next page although the source claimed one (it returned the cursor it was fetched with again, or more than `maxEmptyPages` empty pages in a row). The same text as `lastError` in State.",
+            "type": "string"
           }
         }
       },

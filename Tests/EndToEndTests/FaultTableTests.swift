@@ -386,7 +386,7 @@ final class FaultTableTests: EndToEndTestCase {
         server.closeInput()
         try expectMatch(
             server.nextMessage(),
-            #"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"<contains:input ended inside a message (\#(body.utf8.count) of 1000 bytes)>"}}"#)
+            #"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"<contains:input ended inside a message (\#(body.utf8.count) of 1000 bytes)>","data":{"line":1,"column":\#(body.utf8.count),"position":\#(body.utf8.count),"text":"input ended inside a message (\#(body.utf8.count) of 1000 bytes)"}}}"#)
         XCTAssertEqual(try server.finish(), 0)
         try expectMatch(XCTUnwrap(savedState(server.directory + "/run.state", "demo")), Self.demoAfterPageOne)
     }

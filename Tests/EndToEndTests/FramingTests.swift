@@ -176,9 +176,13 @@ final class FramingTests: EndToEndTestCase {
         let server = try startServer(framing: .lsp)
         try server.send(Self.statusRequest(1))
         try expectMatch(server.reply("1"), Self.freshReply(1))
-        try server.sendRaw("Content-Length: 100\r\n\r\n{\"jsonrpc\":\"2.0\"")
+        try server.sendRaw("Content-Length: 100\r\n\r\n{\"jsonrpc\":\n\"2.0\"")
         server.closeInput()
-        try expectMatch(server.nextMessage(), Self.parseError, "the truncated message")
+        // `data` says where the input ended in the body: line 2, after 5 characters, 17 bytes in.
+        try expectMatch(
+            server.nextMessage(),
+            #"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"<string>","data":{"line":2,"column":5,"position":17,"text":"input ended inside a message (17 of 100 bytes)"}}}"#,
+            "the truncated message")
         try server.finish()
     }
 

@@ -30,8 +30,27 @@ final class LifecycleTests: EndToEndTestCase {
         try expectMatch(server.reply("2"), #"{"jsonrpc":"2.0","id":2,"error":{"code":-32801,"message":"<string>","data?":"<any>"}}"#)
         try server.request("3", "loadNext", #"{"collection": "demo"}"#)
         try expectMatch(server.reply("3"), #"{"jsonrpc":"2.0","id":3,"error":{"code":-32801,"message":"<string>","data?":"<any>"}}"#)
+        // A second shutdown is a later request too.
+        try server.request("4", "shutdown")
+        try expectMatch(server.reply("4"), #"{"jsonrpc":"2.0","id":4,"error":{"code":-32801,"message":"<string>","data?":"<any>"}}"#)
         // `exit` ends the process although stdin is still open.
         try server.notify("exit")
+        XCTAssertEqual(try server.waitForExit(), 0)
+        try server.finish()
+    }
+
+    func testNotificationMethodsSentWithAnIdAreAnswered() throws {
+        let server = try startServer()
+        // JSON-RPC answers every request; these methods are notifications
+        // in SPEC, and sent with an id they still do their work.
+        try server.request("1", "initialized", "{}")
+        try expectMatch(server.reply("1"), #"{"jsonrpc":"2.0","id":1,"result":null}"#)
+        try server.request("2", "$/cancelRequest", #"{"id": 99}"#)
+        try expectMatch(server.reply("2"), #"{"jsonrpc":"2.0","id":2,"result":null}"#)
+        try server.request("3", "shutdown")
+        try expectMatch(server.reply("3"), #"{"jsonrpc":"2.0","id":3,"result":null}"#)
+        try server.request("4", "exit")
+        try expectMatch(server.reply("4"), #"{"jsonrpc":"2.0","id":4,"result":null}"#)
         XCTAssertEqual(try server.waitForExit(), 0)
         try server.finish()
     }
@@ -55,7 +74,8 @@ final class LifecycleTests: EndToEndTestCase {
         try expectMatch(server.nextMessage(), rpcResult(2, ConcurrencyTests.loading))
         // The page never comes: after the drain timeout the request is cancelled and answered.
         server.sendSignal(SIGTERM)
-        try expectMatch(server.reply("1"), #"{"jsonrpc":"2.0","id":1,"error":{"code":-32800,"message":"<string>","data?":"<any>"}}"#)
+        // Cut off by the shutdown, not cancelled by the client: -32801.
+        try expectMatch(server.reply("1"), #"{"jsonrpc":"2.0","id":1,"error":{"code":-32801,"message":"<string>","data?":"<any>"}}"#)
         XCTAssertEqual(try server.waitForExit(), 0)
         try server.finish()
     }
@@ -272,7 +292,8 @@ final class LifecycleTests: EndToEndTestCase {
         try server.request("2", "status", #"{"collection": "c"}"#)
         try expectMatch(server.nextMessage(), rpcResult(2, ConcurrencyTests.loading))
         server.closeInput()
-        try expectMatch(server.reply("1"), #"{"jsonrpc":"2.0","id":1,"error":{"code":-32800,"message":"<string>","data?":"<any>"}}"#)
+        // Cut off by the shutdown, not cancelled by the client: -32801.
+        try expectMatch(server.reply("1"), #"{"jsonrpc":"2.0","id":1,"error":{"code":-32801,"message":"<string>","data?":"<any>"}}"#)
         XCTAssertEqual(try server.waitForExit(), 0)
         try server.finish()
     }

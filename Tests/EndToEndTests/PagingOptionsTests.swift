@@ -13,13 +13,13 @@ final class PagingOptionsTests: EndToEndTestCase {
         try server.request("1", "loadNext", #"{"collection": "c"}"#)
         try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"c","items":[1],"page":1,"hasNext":true,"lastId":"a","count":1}"#))
         try server.request("2", "loadNext", #"{"collection": "c"}"#)
-        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"c","items":[2],"page":2,"hasNext":false,"lastId":null,"count":2}"#))
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"c","items":[2],"page":2,"hasNext":false,"lastId":null,"count":2,"lastError":"source returned the cursor 'a' again"}"#))
         try server.request("3", "status", #"{"collection": "c"}"#)
-        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","hasNext":false,"isLoading":false,"lastId":null,"count":2,"pages":2,"lastError":"<string>"}"#))
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","hasNext":false,"isLoading":false,"lastId":null,"count":2,"pages":2,"lastError":"source returned the cursor 'a' again"}"#))
         // The repeated cursor is never fetched again.
         try FileManager.default.removeItem(atPath: server.directory + "/pages/a.json")
         try server.request("4", "loadNext", #"{"collection": "c"}"#)
-        try expectMatch(server.reply("4"), rpcResult(4, #"{"collection":"c","items":[],"page":"<int>","hasNext":false,"lastId":null,"count":2}"#))
+        try expectMatch(server.reply("4"), rpcResult(4, #"{"collection":"c","items":[],"page":"<int>","hasNext":false,"lastId":null,"count":2,"lastError":"source returned the cursor 'a' again"}"#))
         try server.finish()
     }
 
@@ -55,7 +55,7 @@ final class PagingOptionsTests: EndToEndTestCase {
         try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"c","items":[],"page":2,"hasNext":true,"lastId":"e2","count":0}"#))
         // ...but more than maxEmptyPages of them in a row stop the collection.
         try server.request("3", "loadNext", #"{"collection": "c"}"#)
-        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","items":[],"page":3,"hasNext":false,"lastId":null,"count":0}"#))
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","items":[],"page":3,"hasNext":false,"lastId":null,"count":0,"lastError":"stopped after 3 empty pages in a row"}"#))
         try server.request("4", "status", #"{"collection": "c"}"#)
         try expectMatch(server.reply("4"), rpcResult(4, #"{"collection":"c","hasNext":false,"isLoading":false,"lastId":null,"count":0,"pages":3,"lastError":"<string>"}"#))
         try server.finish()

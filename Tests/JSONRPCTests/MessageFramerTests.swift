@@ -283,7 +283,7 @@ final class MessageFramerTests: XCTestCase {
     func testLSPTruncatedBodyAtFinish() {
         var framer = MessageFramer(mode: .lsp)
         XCTAssertEqual(framer.feed(lspMessage("{}") + bytes("Content-Length: 10\r\n\r\n{\"a\"")), [message("{}")])
-        XCTAssertEqual(framer.finish(), [.truncated(expected: 10, received: 4)])
+        XCTAssertEqual(framer.finish(), [.truncated(expected: 10, received: 4, body: bytes("{\"a\""))])
         // Truncated while skipping an oversized body.
         XCTAssertEqual(events(bytes("Content-Length: 50\r\n\r\n0123456789"), mode: .lsp, limit: 20),
                        [.tooLarge(size: 50), .truncated(expected: 50, received: 10)])
@@ -439,7 +439,7 @@ final class MessageFramerTests: XCTestCase {
             .malformedHeader(reason: "missing Content-Length header"), message("{\"d\":4}"),
             .tooLarge(size: oversized.utf8.count),
             .malformedHeader(reason: "invalid Content-Length value \"1x\""), message("{\"e\":5}"),
-            .truncated(expected: 20, received: 9),
+            .truncated(expected: 20, received: 9, body: bytes("{\"short\":")),
         ])
     }
 
@@ -501,7 +501,7 @@ final class MessageFramerTests: XCTestCase {
     func testFinishResetsForReuse() {
         var framer = MessageFramer(mode: .lsp)
         XCTAssertEqual(framer.feed(bytes("Content-Length: 5\r\n\r\n{")), [])
-        XCTAssertEqual(framer.finish(), [.truncated(expected: 5, received: 1)])
+        XCTAssertEqual(framer.finish(), [.truncated(expected: 5, received: 1, body: bytes("{"))])
         XCTAssertEqual(framer.feed(lspMessage("{}")), [message("{}")])
         XCTAssertEqual(framer.finish(), [])
     }

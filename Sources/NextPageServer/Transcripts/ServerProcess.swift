@@ -180,7 +180,7 @@ final class ServerProcess: @unchecked Sendable {
             violations.append("a message of \(size) bytes")
         case .malformedHeader(let reason):
             violations.append("a malformed frame header (\(reason))")
-        case .truncated(let expected, let received):
+        case .truncated(let expected, let received, _):
             violations.append("output ended inside a message (\(received) of \(expected.map(String.init) ?? "?") bytes)")
         }
     }
