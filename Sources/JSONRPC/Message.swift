@@ -28,11 +28,15 @@ public struct RPCRequest: Sendable {
     public let method: String
     /// `params` when present: an object or an array.
     public let params: JSON?
+    /// A `progressToken` member beside `params` (rather than inside it),
+    /// when the request has one.
+    public let progressToken: JSON?
 
-    public init(id: RequestID?, method: String, params: JSON?) {
+    public init(id: RequestID?, method: String, params: JSON?, progressToken: JSON? = nil) {
         self.id = id
         self.method = method
         self.params = params
+        self.progressToken = progressToken
     }
 
     public var isNotification: Bool { id == nil }
@@ -84,7 +88,7 @@ public enum IncomingMessage: Sendable {
         if let params, params.kind != .object && params.kind != .array {
             return .invalid("\"params\" must be an object or an array")
         }
-        return .request(RPCRequest(id: id, method: method, params: params))
+        return .request(RPCRequest(id: id, method: method, params: params, progressToken: json["progressToken"]))
     }
 }
 

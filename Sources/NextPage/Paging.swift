@@ -20,6 +20,9 @@ public struct Paging: Sendable, Equatable {
     public var items: String
     /// Pointer to the next cursor (`cursor`) or next URL (`nextUrl`).
     public var next: String?
+    /// Where the next URL is read when `next` holds nothing (missing or
+    /// null): `/next`, for a `nextUrl` collection whose `next` was not given.
+    public var nextFallback: String?
     /// Pointer into an item to its id (`lastId` strategy, `dedupe`).
     public var id: String?
     /// Pointer to a boolean that says whether there is more; the end test when given.
@@ -40,6 +43,7 @@ public struct Paging: Sendable, Equatable {
         self.header = header
         self.items = items
         self.next = next ?? Paging.defaultNext(strategy)
+        self.nextFallback = next == nil && strategy == .nextUrl ? "/next" : nil
         self.id = id ?? (strategy == .lastId ? "/id" : nil)
         self.hasNext = hasNext
         self.total = total
@@ -55,11 +59,12 @@ public struct Paging: Sendable, Equatable {
         }
     }
 
-    /// The `next` pointer a strategy uses when none is given.
+    /// The `next` pointer a strategy uses when none is given (for
+    /// `nextUrl`, then `nextFallback`: SPEC's "`/links/next`, `/next`").
     public static func defaultNext(_ strategy: Strategy) -> String? {
         switch strategy {
         case .cursor: return "/next_cursor"
-        case .nextUrl: return "/next"
+        case .nextUrl: return "/links/next"
         default: return nil
         }
     }

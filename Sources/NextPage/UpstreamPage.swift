@@ -82,7 +82,7 @@ public struct UpstreamPage: JSONDecodable {
     static func decodeScanned(_ response: UpstreamResponse, paging: Paging, wantsIds: Bool) -> UpstreamPage? {
         guard let tokens = JSONPointer.tokens(paging.items) else { return nil }
         // Values read from the rest of the page must not lie inside the item array.
-        for pointer in [readsNext(paging) ? paging.next : nil, paging.hasNext, paging.total] {
+        for pointer in [readsNext(paging) ? paging.next : nil, readsNext(paging) ? paging.nextFallback : nil, paging.hasNext, paging.total] {
             guard let pointer else { continue }
             if paging.items.isEmpty || pointer == paging.items || pointer.hasPrefix(paging.items + "/") { return nil }
         }
@@ -161,7 +161,13 @@ public struct UpstreamPage: JSONDecodable {
     /// Reads the next cursor, `hasNext` and `total` from the page.
     static func readFacts(_ root: JSON, into page: inout UpstreamPage, paging: Paging) throws {
         if let nextPointer = paging.next, readsNext(paging) {
-            page.next = try readCursor(root.pointer(nextPointer), at: nextPointer, required: false)
+            var value = root.pointer(nextPointer)
+            var at = nextPointer
+            if value == nil || value?.kind == .null, let fallback = paging.nextFallback, let other = root.pointer(fallback) {
+                value = other
+                at = fallback
+            }
+            page.next = try readCursor(value, at: at, required: false)
         }
         if let hasNextPointer = paging.hasNext {
             guard let flag = root.pointer(hasNextPointer) else { throw missing(hasNextPointer, "hasNext flag") }

@@ -34,10 +34,14 @@ public final class NextPageService: RPCHandler {
         self.stateStore = stateStore
     }
 
-    /// Every method this server answers (besides `$/cancelRequest`, `shutdown`, `exit`).
+    /// Every method this service answers.
     public static let methods = [
         "load", "loadNext", "reset", "status", "collections", "items", "define", "loadAll", "rpc.discover", "initialize",
     ]
+
+    /// What `initialize` lists: the methods above, then those the
+    /// connection handles itself (lifecycle and cancellation).
+    public static let listedMethods = methods + ["initialized", "shutdown", "exit", "$/cancelRequest"]
 
     /// `Schemas/openrpc.json`, compacted once so it fits on one NDJSON line.
     static let openRPCDocument: RawJSON = {
@@ -60,7 +64,7 @@ public final class NextPageService: RPCHandler {
         case "initialize":
             let result = RawJSON.object([
                 "serverInfo": .object(["name": .string("nextpage"), "version": .string(Self.version)]),
-                "capabilities": .object(["methods": .array(Self.methods.map(RawJSON.string))]),
+                "capabilities": .object(["methods": .array(Self.listedMethods.map(RawJSON.string))]),
             ])
             return { @Sendable in result }
         case "rpc.discover":

@@ -71,12 +71,15 @@ enum Wire {
 /// Typed access to a request's named params, with -32602 errors naming the field.
 struct Params {
     let object: JSON?
+    /// The request's `progressToken` beside `params`, if any.
+    let progressTokenBeside: JSON?
 
     init(_ request: RPCRequest) throws(RPCError) {
         if let params = request.params, params.kind != .object {
             throw RPCError.invalidParams(field: "params", expected: "an object of named params")
         }
         object = request.params
+        progressTokenBeside = request.progressToken
     }
 
     func string(_ key: String) throws(RPCError) -> String? {
@@ -108,12 +111,16 @@ struct Params {
 
     func raw(_ key: String) -> JSON? { object?[key] }
 
-    /// A progress token: a string or an integer, as in LSP.
+    /// A progress token: a string or an integer, as in LSP; in params, or
+    /// else beside them (`{"params": {...}, "progressToken": T}`).
     func progressToken(_ key: String) throws(RPCError) -> RawJSON? {
-        guard let value = object?[key], !value.isNull else { return nil }
-        guard value.kind == .string || value.kind == .integer else {
-            throw .invalidParams(field: key, expected: "a string or an integer")
+        for value in [object?[key], progressTokenBeside] {
+            guard let value, !value.isNull else { continue }
+            guard value.kind == .string || value.kind == .integer else {
+                throw .invalidParams(field: key, expected: "a string or an integer")
+            }
+            return RawJSON(value)
         }
-        return RawJSON(value)
+        return nil
     }
 }

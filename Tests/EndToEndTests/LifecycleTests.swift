@@ -86,7 +86,7 @@ final class LifecycleTests: EndToEndTestCase {
         let initialize = try server.reply("1")
         try expectMatch(initialize, #"{"jsonrpc":"2.0","id":1,"result":{"serverInfo":{"name":"nextpage","version":"<string>"},"capabilities":{"methods":"<any>"}}}"#)
         let methods = initialize["result"]?["capabilities"]?["methods"]?.arrayValue ?? []
-        for method in ["load", "loadNext", "reset", "status", "collections", "items", "define", "loadAll"] {
+        for method in ["load", "loadNext", "reset", "status", "collections", "items", "define", "loadAll", "shutdown", "exit", "$/cancelRequest"] {
             XCTAssert(methods.contains(.string(method)), "initialize lists \(method): \(methods)")
         }
         try server.notify("initialized", "{}")

@@ -27,6 +27,20 @@ final class LoadAllTests: EndToEndTestCase {
         try server.finish()
     }
 
+    func testAProgressTokenBesideParamsReportsProgressToo() throws {
+        let server = try startServer()
+        try server.send(#"{"jsonrpc":"2.0","id":1,"method":"loadAll","params":{"collection":"demo","maxPages":2},"progressToken":"beside"}"#)
+        try expectMatch(server.nextMessage(), #"{"jsonrpc":"2.0","method":"$/progress","params":{"token":"beside","value":{"kind":"begin","pages":0,"count":0}}}"#)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"demo","pages":2,"count":50,"hasNext":true,"lastId":"<any>"}"#))
+        let kinds = server.takeAll { $0["method"] == .string("$/progress") }.map { $0["params"]?["value"]?["kind"] }
+        XCTAssertEqual(kinds, [.string("report"), .string("report"), .string("end")])
+        XCTAssertEqual(server.takeAll { $0["method"] == .string("page") }.count, 2)
+        // A token of the wrong kind is a bad param, wherever it is.
+        try server.send(#"{"jsonrpc":"2.0","id":2,"method":"loadAll","params":{"collection":"demo"},"progressToken":[1]}"#)
+        try expectMatch(server.reply("2"), rpcError(2, #"{"code":-32602,"message":"<string>","data":{"field":"progressToken","expected":"<string>"}}"#))
+        try server.finish()
+    }
+
     func testCancelRequestStopsALoadAllBetweenPagesAndKeepsWhatLanded() throws {
         let directory = try temporaryDirectory()
         try ShellCommandTests.writePages(5, size: 2, in: directory)

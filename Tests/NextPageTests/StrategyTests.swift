@@ -154,7 +154,15 @@ final class StrategyTests: XCTestCase {
 
     func testNextURLStrategy() throws {
         let paging = Paging(strategy: .nextUrl, next: "/links/next")
-        XCTAssertEqual(Paging(strategy: .nextUrl).next, "/next")
+        // Without `next`: `/links/next`, else `/next` (SPEC §5).
+        let byDefault = Paging(strategy: .nextUrl)
+        XCTAssertEqual(try advance(#"{"items": [1], "links": {"next": "https://x/2"}, "next": "https://x/9"}"#, byDefault).next, .string("https://x/2"))
+        XCTAssertEqual(try advance(#"{"items": [1], "next": "https://x/3"}"#, byDefault).next, .string("https://x/3"))
+        XCTAssertEqual(try advance(#"{"items": [1], "links": {"next": null}, "next": "https://x/4"}"#, byDefault).next, .string("https://x/4"))
+        XCTAssertEqual(try advance(#"{"items": [1], "links": {"next": null}}"#, byDefault).hasNext, false)
+        XCTAssertEqual(try advance(#"{"items": [1]}"#, byDefault).hasNext, false)
+        // A `next` that is given is the only place looked at.
+        XCTAssertEqual(try advance(#"{"items": [1], "next": "https://x/5"}"#, paging).hasNext, false)
         let url = "https://api.example.com/things?page=2&per_page=50"
         XCTAssertEqual(try advance(#"{"items": [1], "links": {"next": "\#(url)"}}"#, paging), Advance(next: .string(url), hasNext: true))
         XCTAssertEqual(try advance(#"{"items": [1], "links": {"next": null}}"#, paging).hasNext, false)
