@@ -35,9 +35,7 @@ extension DefinitionValidator {
         guard !argv[0].contains(CommandSource.cursorPlaceholder) else {
             throw DefinitionError(field: programField, expected: "a program without {cursor} (the cursor may go in the arguments)")
         }
-        if argv[0].contains("/") && !argv[0].hasPrefix("/"), let baseDirectory {
-            argv[0] = baseDirectory.hasSuffix("/") ? baseDirectory + argv[0] : "\(baseDirectory)/\(argv[0])"
-        }
+        if argv[0].contains("/") { argv[0] = resolve(argv[0]) }
 
         var environment: [(name: String, value: String)] = []
         if let object = json["env"] {

@@ -25,6 +25,20 @@ public struct DefinitionValidator: Sendable {
         self.allowsCommands = allowsCommands
     }
 
+    /// `path` relative to `baseDirectory` (an absolute path, or any path
+    /// when there is no base, stays as given). Leading `./` are dropped, so
+    /// messages name `./pages` rather than `././pages`; the result keeps a
+    /// slash whenever `path` had one, so a program path is never looked up
+    /// in `PATH`.
+    func resolve(_ path: String) -> String {
+        guard !path.hasPrefix("/"), let base = baseDirectory else { return path }
+        var rest = Substring(path)
+        while rest.hasPrefix("./") { rest = rest.dropFirst(2) }
+        if rest.isEmpty || rest == "." { return base }
+        if base == "." { return "./" + rest }
+        return base.hasSuffix("/") ? base + rest : base + "/" + rest
+    }
+
     /// Source types this build can serve.
     public static let sourceTypes = ["file", "http", "command"]
     static let httpSourceKeys: Set<String> = [
@@ -154,7 +168,7 @@ public struct DefinitionValidator: Sendable {
         guard let dir = try reader.string("dir", required: true, nonEmpty: true, expected: "a directory path") else {
             throw DefinitionError(field: "\(path).dir", expected: "a directory path")
         }
-        let resolved = dir.hasPrefix("/") || baseDirectory == nil ? dir : "\(baseDirectory!)/\(dir)"
+        let resolved = resolve(dir)
         var info = stat()
         guard stat(resolved, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
             throw DefinitionError(field: "\(path).dir", expected: "an existing directory ('\(resolved)' is not one)")

@@ -11,13 +11,29 @@ struct Nextpage: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "nextpage",
         abstract: "Pages through paginated sources for other programs, over JSON-RPC 2.0 on stdin/stdout.",
+        usage: """
+            nextpage [serve] [--config F] [--state F] [--transcript F]
+                             [--record-upstream DIR | --replay-upstream DIR]
+                             [--framing auto|ndjson|lsp] [--max-message-bytes N]
+                             [--drain-timeout S] [--parent-pid PID]
+                             [--allow-commands] [--log-level L]
+              nextpage next COLLECTION [--config F] [--state F]
+              nextpage all COLLECTION [--max-items N] [--max-pages N]
+              nextpage reset COLLECTION [--config F] [--state F]
+              nextpage replay TRANSCRIPT...
+              nextpage check-config F
+              nextpage schema openrpc|config|transcript
+            """,
         discussion: """
             nextpage is a long-running process: spawn it, send JSON-RPC requests \
             (newline-delimited JSON or LSP Content-Length framing) on its stdin and \
-            read replies on its stdout. Logs go to stderr only.
+            read replies on its stdout. Logs go to stderr only. `nextpage serve --help` \
+            explains each server option.
 
-            Example (with no nextpage.json, the built-in "demo" collection is served):
-              echo '{"jsonrpc":"2.0","id":1,"method":"loadNext","params":{"collection":"demo"}}' | nextpage
+            Example, with no nextpage.json (the built-in "demo" collection is served): \
+            put this request in requests.jsonl, one request per line,
+            {"jsonrpc":"2.0","id":1,"method":"loadNext","params":{"collection":"demo"}}
+            then run `nextpage < requests.jsonl`, or type it into `nextpage` itself.
 
             Methods: load, loadNext, reset, status, collections, items, define, loadAll,
             rpc.discover, initialize, shutdown, exit, $/cancelRequest.

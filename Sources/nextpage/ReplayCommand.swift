@@ -7,6 +7,9 @@ import Darwin
 import NextPageServer
 
 struct Replay: ParsableCommand {
+    /// "1 message", "2 messages".
+    static func count(_ n: Int, _ noun: String) -> String { n == 1 ? "1 \(noun)" : "\(n) \(noun)s" }
+
     static let configuration = CommandConfiguration(
         abstract: "Replay transcripts against fresh servers and show every difference.",
         discussion: """
@@ -57,12 +60,12 @@ struct Replay: ParsableCommand {
                         failed += 1
                     }
                 } else {
-                    print("ok   \(path) (\(result.messages) messages, unchanged)")
+                    print("ok   \(path) (\(Self.count(result.messages, "message")), unchanged)")
                 }
                 continue
             }
             if result.passed {
-                print("ok   \(path) (\(result.messages) messages)")
+                print("ok   \(path) (\(Self.count(result.messages, "message")))")
             } else {
                 failed += 1
                 print("FAIL \(path)")

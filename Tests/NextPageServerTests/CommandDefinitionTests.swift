@@ -55,7 +55,7 @@ final class CommandDefinitionTests: XCTestCase {
             {"type": "command", "argv": ["./bin/pages.sh", "--token=${env:PAGES_TOKEN}", "--after={cursor}"],
              "env": {"PAGES_DIR": "${env:PAGES_HOME}/x", "LANG": "C"}, "timeout": 2.5, "maxBodyBytes": 1024}
             """)))
-        XCTAssertEqual(source.argv, ["/etc/nextpage/./bin/pages.sh", "--token=t0k3n", "--after={cursor}"])
+        XCTAssertEqual(source.argv, ["/etc/nextpage/bin/pages.sh", "--token=t0k3n", "--after={cursor}"])
         XCTAssertEqual(source.environment.map(\.name), ["PAGES_DIR", "LANG"])
         XCTAssertEqual(source.environment.map(\.value), ["/srv/pages/x", "C"])
         XCTAssertEqual(source.timeout, 2.5)

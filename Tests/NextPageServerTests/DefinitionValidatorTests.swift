@@ -50,6 +50,20 @@ final class DefinitionValidatorTests: XCTestCase {
 
     // MARK: Field paths
 
+    func testRelativePathsResolveAgainstTheConfigFolderWithoutDotSegments() {
+        let here = DefinitionValidator(baseDirectory: ".")
+        XCTAssertEqual(here.resolve("./pages.sh"), "./pages.sh")
+        XCTAssertEqual(here.resolve("pages"), "./pages")
+        XCTAssertEqual(here.resolve("."), ".")
+        XCTAssertEqual(here.resolve("./"), ".")
+        let there = DefinitionValidator(baseDirectory: "/etc/np")
+        XCTAssertEqual(there.resolve("././bin/x"), "/etc/np/bin/x")
+        XCTAssertEqual(there.resolve("../x"), "/etc/np/../x")
+        XCTAssertEqual(there.resolve("/abs/x"), "/abs/x")
+        XCTAssertEqual(DefinitionValidator(baseDirectory: "/etc/np/").resolve("x"), "/etc/np/x")
+        XCTAssertEqual(DefinitionValidator().resolve("./x"), "./x")
+    }
+
     func testBadStrategyInAConfigNamesTheDottedPath() throws {
         let text = #"{"collections": {"friends": \#(definition(paging: #"{"strategy": "sometimes"}"#))}}"#
         let error = try XCTUnwrap(configError(text))
