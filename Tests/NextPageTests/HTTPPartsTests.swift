@@ -161,8 +161,13 @@ final class HTTPPartsTests: XCTestCase {
             XCTAssertFalse(failure.retryable)
         }
 
+        // A next URL is followed as given, and asks for pageSize when it does not already.
         let link = try request(.string("https://other/next?page=2&x=%2B"), Paging(strategy: .link), pageSize: 5, pageSizeParam: "n")
-        XCTAssertEqual(link.url, "https://other/next?page=2&x=%2B")
+        XCTAssertEqual(link.url, "https://other/next?page=2&x=%2B&n=5")
+        let sized = try request(.string("https://other/next?n=7&page=2#top"), Paging(strategy: .link), pageSize: 5, pageSizeParam: "n")
+        XCTAssertEqual(sized.url, "https://other/next?n=7&page=2#top")
+        let unsized = try request(.string("https://other/next?page=2"), Paging(strategy: .link), pageSize: 5)
+        XCTAssertEqual(unsized.url, "https://other/next?page=2")
         let relative = try request(.string("/q?page=3"), Paging(strategy: .nextUrl))
         XCTAssertEqual(relative.url, "https://h/q?page=3")
     }

@@ -37,7 +37,9 @@ extension HTTPPageClient {
     /// `paging` says: query parameter values are percent-encoded outside
     /// `A-Z a-z 0-9 - . _ ~`, bodies and headers carry the cursor verbatim (a
     /// JSON string, or a number for `page` and `offset`). `pageSize` goes as
-    /// `pageSizeParam`, and as `paging.limitParam` for `offset`.
+    /// `pageSizeParam`, and as `paging.limitParam` for `offset`. A next-page
+    /// URL (`link`, `nextUrl`) is followed as given, except that it gets
+    /// `pageSizeParam` when it lacks one, so every request asks for `pageSize`.
     ///
     /// Headers default to `Accept: application/json`, a `User-Agent`, and
     /// `Content-Type: application/json` with a body; the source's headers win.
@@ -51,7 +53,11 @@ extension HTTPPageClient {
         let url: String
         if Self.cursorIsURL(paging.strategy), let cursor = request.cursor {
             let base = lastURL.withLockedValue { $0 } ?? source.url
-            url = HTTPURL.encodeIllegal(HTTPURL.resolve(cursor.text, against: base))
+            var next = HTTPURL.resolve(cursor.text, against: base)
+            if let size = request.pageSize, let name = request.pageSizeParam, !HTTPURL.hasQueryItem(named: name, in: next) {
+                next = HTTPURL.settingQueryItems([(name, String(size))], in: next)
+            }
+            url = HTTPURL.encodeIllegal(next)
         } else {
             var items = source.query
             if let cursor = request.cursor {

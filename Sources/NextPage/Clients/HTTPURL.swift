@@ -170,6 +170,14 @@ public enum HTTPURL {
         return parts.text
     }
 
+    /// Whether the query of `url` has an item named `name` (compared as
+    /// `settingQueryItems` writes it).
+    public static func hasQueryItem(named name: String, in url: String) -> Bool {
+        guard let query = parts(url).query else { return false }
+        let encodedName = encodeComponent(name)
+        return query.split(separator: "&").contains { queryName(String($0)) == encodedName }
+    }
+
     /// The (still encoded) name of a raw query item.
     static func queryName(_ item: String) -> String {
         guard let equals = item.firstIndex(of: "=") else { return item }
