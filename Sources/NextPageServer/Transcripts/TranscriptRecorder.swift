@@ -9,11 +9,13 @@ import JSONRPC
 /// Records a live session as a transcript (`serve --transcript F`, SPEC §8).
 ///
 /// Writes, one JSON record per line: `{"args": [...]}` (the server's
-/// arguments, when known), `{"framing": "ndjson"|"lsp"}` once the framing
-/// is known, `{"dir": "in", "msg": ...}` for each message read (as parsed;
+/// arguments, when known), `{"framing": "lsp"}` once LSP framing is
+/// detected, `{"dir": "in", "msg": ...}` for each message read (as parsed;
 /// `{"dir": "in", "text": "..."}` for a body that is not JSON),
 /// `{"dir": "out", "msg": ...}` for each message written, and
-/// `{"exitStatus": N}` when the server ends. Each record is written with
+/// `{"exitStatus": N}` when the server ends with a status other than 0.
+/// The defaults (ndjson, 0) are not written, so an ordinary session is its
+/// `args` record and one record per message. Each record is written with
 /// one `write`, so a process killed mid-session leaves whole lines.
 /// Secrets are redacted (`TranscriptRedactor`). See
 /// `Schemas/transcript.schema.json` for every record kind.
@@ -45,6 +47,7 @@ public final class TranscriptRecorder: MessageTap, @unchecked Sendable {
     deinit { close(fd) }
 
     public func framing(_ framing: Framing) {
+        guard framing != .ndjson else { return }
         lock.locked { writeRecord(.object(["framing": .string(framing.rawValue)])) }
     }
 
@@ -68,6 +71,7 @@ public final class TranscriptRecorder: MessageTap, @unchecked Sendable {
 
     /// Records how the server ended.
     public func finish(exitStatus: Int32) {
+        guard exitStatus != 0 else { return }
         lock.locked { writeRecord(.object(["exitStatus": .integer(Int(exitStatus))])) }
     }
 
