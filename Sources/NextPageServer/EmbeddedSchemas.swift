@@ -1011,7 +1011,7 @@ public enum EmbeddedSchemas {
             "default": "/items"
           },
           "next": {
-            "description": "The next cursor (cursor strategy, default \"/next_cursor\") or the next page's URL (nextUrl strategy, default \"/next\"); a missing, null or empty value is the end.",
+            "description": "The next cursor (cursor strategy, default \"/next_cursor\") or the next page's URL (nextUrl strategy; by default \"/links/next\", or \"/next\" when the page has no value there); a missing, null or empty value is the end.",
             "$ref": "#/components/schemas/JSONPointer"
           },
           "id": {
