@@ -512,6 +512,25 @@ def cmd_report(args):
     elif methods:
         print("(peak RSS via %s)" % ", ".join(sorted(methods)))
 
+    print()
+    print("What jansson allows (bench/floor.c: each page parsed once with json_loadb, CPU time alone,"
+          " nothing read, written or kept, allocation next to free; median of %s run(s)):" % args.runs)
+    for wl in ("small", "large"):
+        fl = load(args.outdir, "%s.floor.json" % wl)
+        np_res = load(args.outdir, "%s.nextpage.json" % wl)
+        nv_res = load(args.outdir, "%s.naive.json" % wl)
+        if not fl or not fl.get("cpu_s"):
+            print("  %-6s n/a" % wl)
+            continue
+        cpu = statistics.median(fl["cpu_s"])
+        best = cpu / 2.0
+        line = "  %-6s jansson %.3f s CPU; on two cores at best %.3f s" % (wl, cpu, best)
+        if nv_res and nv_res["wall"]:
+            line += " = %.2f of naive" % (best / statistics.median(nv_res["wall"]))
+        if np_res and np_res["wall"]:
+            line += "; nextpage takes %.2fx that" % (statistics.median(np_res["wall"]) / best)
+        print(line)
+
     cold = {}
     for impl in ("nextpage", "naive"):
         res = load(args.outdir, "coldstart.%s.json" % impl)
