@@ -65,8 +65,18 @@ public struct MessageFramer: Sendable {
     /// The longest lsp header line accepted, in bytes, not counting its terminator.
     static let maxHeaderLineBytes = 8192
 
+    /// The UTF-8 byte order mark, dropped at the start of the stream (RFC 8259 §8.1 lets a
+    /// parser ignore it; some Windows tools write one).
+    static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
+
     /// The framing in use: set at init for .ndjson/.lsp, detected from the first non-whitespace byte for .auto.
     public private(set) var framing: Framing?
+
+    /// Still at the start of the stream, where a byte order mark may be.
+    private var atStreamStart = true
+    /// Bytes of the byte order mark matched so far at the start of the stream (held back until
+    /// the mark is whole, or turns out not to be one).
+    private var markMatched = 0
 
     private let maxMessageBytes: Int
 
@@ -124,7 +134,7 @@ public struct MessageFramer: Sendable {
     }
 
     /// The number of input bytes currently held by the framer (for tests of bounded memory).
-    var bufferedByteCount: Int { detectBuffer.count + partial.count + body.count }
+    var bufferedByteCount: Int { markMatched + detectBuffer.count + partial.count + body.count }
 
     // MARK: - Feeding
 
@@ -133,9 +143,32 @@ public struct MessageFramer: Sendable {
         var events: [FrameEvent] = []
         guard bytes.count > 0 else { return events }
         bytes.withMemoryRebound(to: UInt8.self) { buffer in
-            process(buffer, from: 0, events: &events)
+            var start = 0
+            if atStreamStart {
+                while start < buffer.count && markMatched < Self.byteOrderMark.count && buffer[start] == Self.byteOrderMark[markMatched] {
+                    markMatched += 1
+                    start += 1
+                }
+                if markMatched == Self.byteOrderMark.count {
+                    atStreamStart = false
+                    markMatched = 0
+                } else if start < buffer.count {
+                    // Not a byte order mark: what was held back is input like any other.
+                    releaseHeldMark(events: &events)
+                }
+            }
+            process(buffer, from: start, events: &events)
         }
         return events
+    }
+
+    /// The stream did not start with a byte order mark: the bytes held back as its start are
+    /// processed as input.
+    private mutating func releaseHeldMark(events: inout [FrameEvent]) {
+        atStreamStart = false
+        let held = Array(Self.byteOrderMark[..<markMatched])
+        markMatched = 0
+        if !held.isEmpty { held.withUnsafeBufferPointer { process($0, from: 0, events: &events) } }
     }
 
     /// Feeds bytes as they arrive (any split, partial reads, many messages per read). Returns the events completed by these bytes, in order.
@@ -148,6 +181,7 @@ public struct MessageFramer: Sendable {
     /// Afterwards the framer is empty again (the detected framing is kept).
     public mutating func finish() -> [FrameEvent] {
         var events: [FrameEvent] = []
+        if atStreamStart { releaseHeldMark(events: &events) }
         if framing == nil, !detectBuffer.isEmpty {
             // Header-name characters never followed by ':' - not a header.
             decide(.ndjson, events: &events)

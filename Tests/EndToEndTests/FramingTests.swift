@@ -161,6 +161,17 @@ final class FramingTests: EndToEndTestCase {
         try server.finish()
     }
 
+    func testAByteOrderMarkBeforeTheFirstMessageIsIgnored() throws {
+        for framing in [WireFraming.ndjson, .lsp] {
+            let server = try startServer(framing: framing)
+            try server.sendRaw([0xEF, 0xBB, 0xBF] + framing.frame(Self.statusRequest(1)))
+            try expectMatch(server.nextMessage(), Self.freshReply(1), "\(framing)")
+            try server.send(Self.statusRequest(2))
+            try expectMatch(server.nextMessage(), Self.freshReply(2), "\(framing)")
+            try server.finish()
+        }
+    }
+
     func testDeeplyNestedJSONDoesNotCrash() throws {
         let server = try startServer()
         try server.sendRaw(String(repeating: "[", count: 200_000) + "\n")

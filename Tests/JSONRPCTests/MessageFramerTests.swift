@@ -498,6 +498,25 @@ final class MessageFramerTests: XCTestCase {
         }
     }
 
+    func testAByteOrderMarkAtTheStartIsDropped() {
+        let mark: [UInt8] = [0xEF, 0xBB, 0xBF]
+        for mode in [FramingMode.auto, .ndjson] {
+            assertSplitInvariant(mark + bytes("{\"a\":1}\n{\"b\":2}\n"), mode: mode, limit: 100,
+                                 expected: [message("{\"a\":1}"), message("{\"b\":2}")])
+        }
+        for mode in [FramingMode.auto, .lsp] {
+            assertSplitInvariant(mark + lspMessage("{}"), mode: mode, limit: 100, expected: [message("{}")])
+        }
+        // Only at the start of the stream: later, the mark is part of a message.
+        assertSplitInvariant(bytes("{}\n") + mark + bytes("{}\n"), mode: .ndjson, limit: 100,
+                             expected: [message("{}"), .message(mark + bytes("{}"))])
+        // The start of a mark that does not go on is input like any other.
+        assertSplitInvariant([0xEF, 0xBB] + bytes("{}\n"), mode: .ndjson, limit: 100,
+                             expected: [.message([0xEF, 0xBB] + bytes("{}"))])
+        assertSplitInvariant([0xEF], mode: .ndjson, limit: 100, expected: [.message([0xEF])])
+        XCTAssertEqual(events(mark, mode: .auto), [])
+    }
+
     func testFinishResetsForReuse() {
         var framer = MessageFramer(mode: .lsp)
         XCTAssertEqual(framer.feed(bytes("Content-Length: 5\r\n\r\n{")), [])
