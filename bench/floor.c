@@ -45,6 +45,11 @@ static double cpu_seconds(void) {
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+static int out_of_memory(void) {
+    fprintf(stderr, "floor: out of memory\n");
+    return 1;
+}
+
 static int ends_with_json(const char *name) {
     size_t n = strlen(name);
     return n > 5 && strcmp(name + n - 5, ".json") == 0;
@@ -67,24 +72,28 @@ int main(int argc, char **argv) {
     size_t count = 0, capacity = 1024, total = 0, largest = 0;
     char **pages = malloc(capacity * sizeof *pages);
     size_t *sizes = malloc(capacity * sizeof *sizes);
+    if (!pages || !sizes) return out_of_memory();
     struct dirent *entry;
     while ((entry = readdir(d))) {
         if (!ends_with_json(entry->d_name)) continue;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, entry->d_name);
         FILE *f = fopen(path, "rb");
-        if (!f || fseek(f, 0, SEEK_END) != 0) {
+        long size = -1;
+        if (f && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+        if (size < 0) {
             perror(path);
             return 1;
         }
-        long size = ftell(f);
         rewind(f);
         if (count == capacity) {
             capacity *= 2;
             pages = realloc(pages, capacity * sizeof *pages);
             sizes = realloc(sizes, capacity * sizeof *sizes);
+            if (!pages || !sizes) return out_of_memory();
         }
         pages[count] = malloc(size > 0 ? (size_t)size : 1);
+        if (!pages[count]) return out_of_memory();
         if (fread(pages[count], 1, (size_t)size, f) != (size_t)size) {
             perror(path);
             return 1;
@@ -103,6 +112,7 @@ int main(int argc, char **argv) {
     /* A jansson tree takes 6-8 times its text; give it room to spare. */
     pool_size = largest * 16 + (1 << 20);
     pool = malloc(pool_size);
+    if (!pool) return out_of_memory();
     /* Touch the pool once so that no run pays for its first faults. */
     memset(pool, 0, pool_size);
     json_set_alloc_funcs(pool_malloc, pool_free);

@@ -523,8 +523,9 @@ def cmd_report(args):
             print("  %-6s n/a" % wl)
             continue
         cpu = statistics.median(fl["cpu_s"])
-        best = cpu / 2.0
-        line = "  %-6s jansson %.3f s CPU; on two cores at best %.3f s" % (wl, cpu, best)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        best = cpu / cores
+        line = "  %-6s jansson %.3f s CPU; on %d core%s at best %.3f s" % (wl, cpu, cores, "" if cores == 1 else "s", best)
         if nv_res and nv_res["wall"]:
             line += " = %.2f of naive" % (best / statistics.median(nv_res["wall"]))
         if np_res and np_res["wall"]:

@@ -242,8 +242,8 @@ public final class Connection: @unchecked Sendable {
                 }
                 guard let work = await admit(request) else { return nil }
                 let tracker = self.tracker
-                spawn(id: request.id) { [self] in
-                    if let reply = await Self.perform(work, id: request.id, tracker: tracker) { emit(reply) }
+                spawn(id: request.id) { [self] token in
+                    if let reply = await Self.perform(work, id: request.id, tracker: tracker, token: token) { emit(reply) }
                 }
             }
         case .batch(let entries):
@@ -265,11 +265,11 @@ public final class Connection: @unchecked Sendable {
             }
             let members = works
             let tracker = self.tracker
-            spawn(id: nil) { [self] in
+            spawn(id: nil) { [self] token in
                 let replies = await withTaskGroup(of: (Int, RawJSON?).self) { group in
                     for (index, (id, work)) in members.enumerated() {
                         guard let work else { continue }
-                        group.addTask { (index, await Self.perform(work, id: id, tracker: tracker)) }
+                        group.addTask { (index, await Self.perform(work, id: id, tracker: tracker, token: token)) }
                     }
                     var collected: [(Int, RawJSON)] = []
                     for await (index, reply) in group { if let reply { collected.append((index, reply)) } }
@@ -336,25 +336,26 @@ public final class Connection: @unchecked Sendable {
     /// Runs one request's work; returns the reply, or `nil` for a notification.
     /// A request cut off because the server is shutting down (the drain
     /// timed out, or a second signal came) ends with -32801, not -32800.
-    private static func perform(_ work: RPCWork, id: RequestID?, tracker: RequestTracker) async -> RawJSON? {
+    private static func perform(_ work: RPCWork, id: RequestID?, tracker: RequestTracker, token: Int) async -> RawJSON? {
         do {
             let result = try await work()
             return id.map { OutgoingMessage.result(id: $0, result) }
         } catch let error as BatchReply {
             return error.message
         } catch let error as RPCError {
-            if error.code == RPCError.requestCancelledCode && tracker.stoppedAll {
+            if error.code == RPCError.requestCancelledCode && tracker.wasStopped(token) {
                 return id.map { OutgoingMessage.error(id: $0, .shuttingDown) }
             }
             return id.map { OutgoingMessage.error(id: $0, error) }
         } catch is CancellationError {
-            return id.map { OutgoingMessage.error(id: $0, tracker.stoppedAll ? .shuttingDown : .cancelled) }
+            return id.map { OutgoingMessage.error(id: $0, tracker.wasStopped(token) ? .shuttingDown : .cancelled) }
         } catch {
             return id.map { OutgoingMessage.error(id: $0, .internalError("\(error)")) }
         }
     }
 
-    private func spawn(id: RequestID?, _ body: @escaping @Sendable () async -> Void) {
+    /// Runs `body` (given its token) as a request in flight.
+    private func spawn(id: RequestID?, _ body: @escaping @Sendable (Int) async -> Void) {
         let token = nextToken
         nextToken += 1
         let sink = eventSink
@@ -362,7 +363,7 @@ public final class Connection: @unchecked Sendable {
         // Registered before it can finish: the task's first step waits for the tracker's lock.
         tracker.locked {
             let task = Task {
-                await body()
+                await body(token)
                 if tracker.finished(token) { sink.yield(.finished(token)) }
             }
             tracker.started(token, id: id, task: task)
@@ -422,7 +423,9 @@ private final class RequestTracker: @unchecked Sendable {
     private var count = 0
     private var requests: [Int: (id: RequestID?, task: Task<Void, Never>)] = [:]
     private var draining = false
-    private var cancelledAll = false
+    /// Requests cancelled because the server is stopping, and by `$/cancelRequest`.
+    private var stopped: Set<Int> = []
+    private var cancelledByClient: Set<Int> = []
 
     init(limit: Int) {
         self.limit = max(1, limit)
@@ -450,6 +453,8 @@ private final class RequestTracker: @unchecked Sendable {
     func finished(_ token: Int) -> Bool {
         condition.locked {
             requests[token] = nil
+            stopped.remove(token)
+            cancelledByClient.remove(token)
             release()
             return draining
         }
@@ -470,14 +475,17 @@ private final class RequestTracker: @unchecked Sendable {
 
     func cancel(id: RequestID) {
         condition.locked {
-            for (_, request) in requests where request.id == id { request.task.cancel() }
+            for (token, request) in requests where request.id == id {
+                cancelledByClient.insert(token)
+                request.task.cancel()
+            }
         }
     }
 
     /// Cancels every request (the server is shutting down); returns their tasks.
     func cancelAll() -> [Task<Void, Never>] {
         condition.locked {
-            cancelledAll = true
+            stopped.formUnion(requests.keys.filter { !cancelledByClient.contains($0) })
             let tasks = requests.values.map(\.task)
             for task in tasks { task.cancel() }
             return tasks
@@ -494,8 +502,8 @@ private final class RequestTracker: @unchecked Sendable {
 
     var isIdle: Bool { condition.locked { requests.isEmpty } }
 
-    /// Whether every request was cancelled for the shutdown.
-    var stoppedAll: Bool { condition.locked { cancelledAll } }
+    /// Whether request `token` was cancelled because the server is stopping.
+    func wasStopped(_ token: Int) -> Bool { condition.locked { stopped.contains(token) } }
 }
 
 /// A ready-made reply for a batch member (an invalid entry).

@@ -55,13 +55,17 @@ public struct PageResult: Sendable {
     /// True when a page was fetched and landed; false for a reply without a
     /// page (skipped, or the source was already at its end).
     public var landed: Bool
+    /// Why this page stopped a source that claimed more (it repeated its
+    /// cursor, or too many empty pages came in a row); `nil` otherwise.
+    public var stopReason: String?
 
-    public init(items: PageItems, page: Int, state: NextPageState, skipped: Bool = false, landed: Bool = true) {
+    public init(items: PageItems, page: Int, state: NextPageState, skipped: Bool = false, landed: Bool = true, stopReason: String? = nil) {
         self.items = items
         self.page = page
         self.state = state
         self.skipped = skipped
         self.landed = landed
+        self.stopReason = stopReason
     }
 }
 
@@ -579,7 +583,7 @@ extension NextPageLoadable {
         // The state a caller sees is that of its own page: others may land before it reads it.
         var state = nextPageState
         state.isLoading = loadQueue.waiting > 0
-        return PageResult(items: delivered, page: nextPageState.pages, state: state)
+        return PageResult(items: delivered, page: nextPageState.pages, state: state, stopReason: stopReason)
     }
 
     // MARK: Fetching

@@ -34,7 +34,8 @@ public struct DefinitionValidator: Sendable {
         guard !path.hasPrefix("/"), let base = baseDirectory else { return path }
         var rest = Substring(path)
         while rest.hasPrefix("./") { rest = rest.dropFirst(2) }
-        if rest.isEmpty || rest == "." { return base }
+        if rest.isEmpty { return base.hasSuffix("/") ? base : base + "/" }
+        if rest == "." { return base }
         if base == "." { return "./" + rest }
         return base.hasSuffix("/") ? base + rest : base + "/" + rest
     }

@@ -490,7 +490,11 @@ public enum EmbeddedSchemas {
                   "define",
                   "loadAll",
                   "rpc.discover",
-                  "initialize"
+                  "initialize",
+                  "initialized",
+                  "shutdown",
+                  "exit",
+                  "$/cancelRequest"
                 ]
               }
             }
@@ -501,7 +505,7 @@ public enum EmbeddedSchemas {
     {
       "name": "shutdown",
       "summary": "Stop taking requests.",
-      "description": "Answers null. Requests sent after it get -32801; the `exit` notification then ends the process with status 0.",
+      "description": "Answers null. Requests sent after it, a second `shutdown` included, get -32801; the `exit` notification then ends the process with status 0.",
       "paramStructure": "by-name",
       "params": [],
       "result": {"name": "null", "schema": {"type": "null"}}
@@ -509,7 +513,7 @@ public enum EmbeddedSchemas {
     {
       "name": "exit",
       "summary": "Notification: end the process.",
-      "description": "Ends the process after the requests in flight finish (bounded by --drain-timeout): status 0 after `shutdown`, 1 without it (as in LSP). No reply.",
+      "description": "Ends the process after the requests in flight finish (bounded by --drain-timeout): status 0 after `shutdown`, 1 without it (as in LSP). No reply; sent with an id (as a request), it is answered null first.",
       "paramStructure": "by-name",
       "params": [],
       "x-notification": true,
@@ -518,7 +522,7 @@ public enum EmbeddedSchemas {
     {
       "name": "initialized",
       "summary": "Notification: accepted and ignored.",
-      "description": "Sent by LSP and MCP client libraries after `initialize`; the server ignores it.",
+      "description": "Sent by LSP and MCP client libraries after `initialize`; the server ignores it (sent with an id, it is answered null).",
       "paramStructure": "either",
       "params": [],
       "x-notification": true,
@@ -527,7 +531,7 @@ public enum EmbeddedSchemas {
     {
       "name": "$/cancelRequest",
       "summary": "Notification: cancel a request in flight.",
-      "description": "The request with this id (if still in flight) ends with error -32800. Unknown ids are ignored. No reply.",
+      "description": "The request with this id (if still in flight) ends with error -32800. Unknown ids are ignored. No reply; sent with an id (as a request), it is answered null.",
       "paramStructure": "by-name",
       "params": [
         {
@@ -667,7 +671,7 @@ public enum EmbeddedSchemas {
             "const": true
           },
           "lastError": {
-            "description": "Present only when the collection was stopped: why there is no next page although the source claimed one (it returned the cursor it was fetched with again, or more than `maxEmptyPages` empty pages in a row). The same text as `lastError` in State.",
+            "description": "Present only on the page that stopped the collection: why there is no next page although the source claimed one (it returned the cursor it was fetched with again, or more than `maxEmptyPages` empty pages in a row). The same text as `lastError` in State, which keeps it.",
             "type": "string"
           }
         }
@@ -788,7 +792,7 @@ public enum EmbeddedSchemas {
             "additionalProperties": false,
             "properties": {
               "methods": {
-                "description": "The request methods this server answers (besides `shutdown`).",
+                "description": "Every method the server takes: the requests of this document, then `initialized`, `shutdown`, `exit` and `$/cancelRequest`.",
                 "type": "array",
                 "items": {"type": "string"}
               }

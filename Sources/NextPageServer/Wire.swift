@@ -26,8 +26,8 @@ enum Wire {
             "lastId": result.state.lastId?.json ?? .null,
             "count": .integer(result.state.count),
             "skipped": result.skipped ? .true : nil,
-            // Why a source that claimed more was stopped (a repeated cursor, too many empty pages).
-            "lastError": result.state.hasNext ? nil : result.state.lastError.map(RawJSON.string),
+            // Why this page stopped a source that claimed more (a repeated cursor, too many empty pages).
+            "lastError": result.stopReason.map(RawJSON.string),
         ])
     }
 

@@ -13,16 +13,16 @@ struct Nextpage: AsyncParsableCommand {
         abstract: "Pages through paginated sources for other programs, over JSON-RPC 2.0 on stdin/stdout.",
         usage: """
             nextpage [serve] [--config F] [--state F] [--transcript F]
-                             [--record-upstream DIR | --replay-upstream DIR]
-                             [--framing auto|ndjson|lsp] [--max-message-bytes N]
-                             [--drain-timeout S] [--parent-pid PID]
-                             [--allow-commands] [--log-level L]
-              nextpage next COLLECTION [--config F] [--state F]
-              nextpage all COLLECTION [--max-items N] [--max-pages N]
-              nextpage reset COLLECTION [--config F] [--state F]
-              nextpage replay TRANSCRIPT...
-              nextpage check-config F
-              nextpage schema openrpc|config|transcript
+                           [--record-upstream DIR | --replay-upstream DIR]
+                           [--framing auto|ndjson|lsp] [--max-message-bytes N]
+                           [--drain-timeout S] [--parent-pid PID]
+                           [--allow-commands] [--log-level L]
+            nextpage next COLLECTION [--config F] [--state F]
+            nextpage all COLLECTION [--max-items N] [--max-pages N] [--config F] [--state F]
+            nextpage reset COLLECTION [--config F] [--state F]
+            nextpage replay [--update] [--timeout S] TRANSCRIPT...
+            nextpage check-config F
+            nextpage schema openrpc|config|transcript
             """,
         discussion: """
             nextpage is a long-running process: spawn it, send JSON-RPC requests \
@@ -36,7 +36,7 @@ struct Nextpage: AsyncParsableCommand {
             then run `nextpage < requests.jsonl`, or type it into `nextpage` itself.
 
             Methods: load, loadNext, reset, status, collections, items, define, loadAll,
-            rpc.discover, initialize, shutdown, exit, $/cancelRequest.
+            rpc.discover, initialize, initialized, shutdown, exit, $/cancelRequest.
 
             From the shell: `nextpage next demo --state s.json` prints one page, `nextpage all demo` \
             prints every item; `nextpage replay T.transcript.jsonl` checks a recorded session.

@@ -79,6 +79,21 @@ final class TranscriptTests: EndToEndTestCase {
         XCTAssertEqual(replay.status, 0, replay.stdout)
     }
 
+    func testASessionEndingWithAStatusOtherThanZeroRecordsItAndReplays() throws {
+        let directory = try temporaryDirectory()
+        let server = try startServer(arguments: ["--transcript", "exit.transcript.jsonl"], in: directory)
+        try server.request("1", "status", #"{"collection": "demo"}"#)
+        _ = try server.reply("1")
+        // `exit` without `shutdown` ends the process with status 1, as in LSP.
+        try server.notify("exit")
+        XCTAssertEqual(try server.finish(expectStatus: 1), 1)
+        let lines = try records(directory + "/exit.transcript.jsonl")
+        XCTAssertEqual(lines.last, J(#"{"exitStatus":1}"#))
+        XCTAssertFalse(lines.contains { $0["framing"] != nil }, "ndjson is the default and is not written")
+        let replay = try runNextpage(["replay", "exit.transcript.jsonl"], in: directory)
+        XCTAssertEqual(replay.status, 0, replay.stdout)
+    }
+
     func testReplayReportsMissingAndUnexpectedMessagesAndTheExitStatus() throws {
         let directory = try temporaryDirectory()
         try writeFile(directory + "/t.transcript.jsonl", """

@@ -55,7 +55,7 @@ final class DefinitionValidatorTests: XCTestCase {
         XCTAssertEqual(here.resolve("./pages.sh"), "./pages.sh")
         XCTAssertEqual(here.resolve("pages"), "./pages")
         XCTAssertEqual(here.resolve("."), ".")
-        XCTAssertEqual(here.resolve("./"), ".")
+        XCTAssertEqual(here.resolve("./"), "./")
         let there = DefinitionValidator(baseDirectory: "/etc/np")
         XCTAssertEqual(there.resolve("././bin/x"), "/etc/np/bin/x")
         XCTAssertEqual(there.resolve("../x"), "/etc/np/../x")

@@ -166,6 +166,12 @@ final class HTTPPartsTests: XCTestCase {
         XCTAssertEqual(link.url, "https://other/next?page=2&x=%2B&n=5")
         let sized = try request(.string("https://other/next?n=7&page=2#top"), Paging(strategy: .link), pageSize: 5, pageSizeParam: "n")
         XCTAssertEqual(sized.url, "https://other/next?n=7&page=2#top")
+        // However the URL spells the name (JSON:API's page[size], raw or escaped in either case).
+        for spelled in ["page[size]=10", "page%5Bsize%5D=10", "page%5bsize%5d=10"] {
+            let next = try request(.string("https://other/next?\(spelled)&page[number]=2"), Paging(strategy: .nextUrl), pageSize: 5, pageSizeParam: "page[size]")
+            XCTAssertFalse(next.url.contains("=5"), "no second page size: \(next.url)")
+            XCTAssert(next.url.contains("=10&"), next.url)
+        }
         let unsized = try request(.string("https://other/next?page=2"), Paging(strategy: .link), pageSize: 5)
         XCTAssertEqual(unsized.url, "https://other/next?page=2")
         let relative = try request(.string("/q?page=3"), Paging(strategy: .nextUrl))

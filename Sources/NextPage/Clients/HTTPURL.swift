@@ -170,12 +170,40 @@ public enum HTTPURL {
         return parts.text
     }
 
-    /// Whether the query of `url` has an item named `name` (compared as
-    /// `settingQueryItems` writes it).
+    /// Whether the query of `url` has an item named `name`. Names are
+    /// compared percent-decoded, so `page[size]`, `page%5Bsize%5D` and
+    /// `page%5bsize%5d` are one name, however the URL's author encoded it.
     public static func hasQueryItem(named name: String, in url: String) -> Bool {
         guard let query = parts(url).query else { return false }
-        let encodedName = encodeComponent(name)
-        return query.split(separator: "&").contains { queryName(String($0)) == encodedName }
+        let wanted = Array(name.utf8)
+        return query.split(separator: "&").contains { percentDecoded(queryName(String($0))) == wanted }
+    }
+
+    /// The bytes of `text` with each valid `%XX` escape decoded.
+    static func percentDecoded(_ text: String) -> [UInt8] {
+        let bytes = Array(text.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count, let high = hexValue(bytes[i + 1]), let low = hexValue(bytes[i + 2]) {
+                out.append(high << 4 | low)
+                i += 3
+            } else {
+                out.append(bytes[i])
+                i += 1
+            }
+        }
+        return out
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
     }
 
     /// The (still encoded) name of a raw query item.
