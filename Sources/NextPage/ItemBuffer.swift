@@ -126,7 +126,11 @@ public struct ItemBuffer: Sendable {
     public func slice(offset: Int, limit: Int?) -> (offset: Int, items: PageItems) {
         let start = max(offset, firstOffset)
         var end = endOffset
-        if let limit { end = min(end, max(start, offset) + max(0, limit)) }
+        if let limit {
+            // `start` and `limit` come from a client: a sum past Int.max means "to the end".
+            let (sum, overflow) = start.addingReportingOverflow(max(0, limit))
+            end = min(end, overflow ? Int.max : sum)
+        }
         guard start < end else { return (min(max(offset, firstOffset), endOffset), PageItems()) }
         var bytes: [UInt8] = [UInt8(ascii: "[")]
         var starts: [UInt32] = []

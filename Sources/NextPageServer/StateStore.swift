@@ -63,6 +63,11 @@ public final class StateStore: @unchecked Sendable {
 
     public static let version = 1
 
+    /// The largest `count` or `pages` a state file may hold (2^53 - 1, the
+    /// largest integer every JSON reader keeps exact). A file is input: a
+    /// count near 2^63 would overflow the next page's offsets.
+    static let maxCounter: Int64 = (1 << 53) - 1
+
     public let path: String
     public let commitMode: Commit
     private let logger: Logger?
@@ -246,12 +251,12 @@ public final class StateStore: @unchecked Sendable {
                 throw invalid("\(field).lastId", "a string, an integer or null")
             }
             state.lastId = lastId
-            guard let count = entry["count"]?.integer, count >= 0, let countValue = Int(exactly: count) else {
-                throw invalid("\(field).count", "an integer ≥ 0")
+            guard let count = entry["count"]?.integer, 0...Self.maxCounter ~= count, let countValue = Int(exactly: count) else {
+                throw invalid("\(field).count", "an integer from 0 to \(Self.maxCounter)")
             }
             state.count = countValue
-            guard let pages = entry["pages"]?.integer, pages >= 0, let pagesValue = Int(exactly: pages) else {
-                throw invalid("\(field).pages", "an integer ≥ 0")
+            guard let pages = entry["pages"]?.integer, 0...Self.maxCounter ~= pages, let pagesValue = Int(exactly: pages) else {
+                throw invalid("\(field).pages", "an integer from 0 to \(Self.maxCounter)")
             }
             state.pages = pagesValue
             if let lastError = entry["lastError"], !lastError.isNull {

@@ -141,6 +141,14 @@ final class FileSourcePagingTests: EndToEndTestCase {
         try expectMatch(server.reply("9"), rpcError(9, #"{"code":-32602,"message":"<string>","data":{"field":"offset","expected":"<string>"}}"#))
         try server.request("10", "items", #"{"collection": "c", "limit": "all"}"#)
         try expectMatch(server.reply("10"), rpcError(10, #"{"code":-32602,"message":"<string>","data":{"field":"limit","expected":"<string>"}}"#))
+        // Offsets and limits up to 2^63 - 1 are answered, not overflowed.
+        let huge = Int.max
+        try server.request("11", "items", #"{"collection": "c", "offset": 1, "limit": \#(huge)}"#)
+        try expectMatch(server.reply("11"), rpcResult(11, #"{"collection":"c","items":[{"id":2},{"id":3},{"id":4},{"id":5}],"count":5,"offset":1}"#))
+        try server.request("12", "items", #"{"collection": "c", "offset": \#(huge), "limit": \#(huge)}"#)
+        try expectMatch(server.reply("12"), rpcResult(12, #"{"collection":"c","items":[],"count":5,"offset":5}"#))
+        try server.request("13", "items", #"{"collection": "c", "offset": \#(1 << 62), "limit": \#(1 << 62)}"#)
+        try expectMatch(server.reply("13"), rpcResult(13, #"{"collection":"c","items":[],"count":5,"offset":5}"#))
         try server.finish()
     }
 

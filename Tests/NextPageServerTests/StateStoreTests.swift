@@ -55,8 +55,10 @@ final class StateStoreTests: XCTestCase {
             (#"{"version": 1, "collections": {"c": []}}"#, "collections.c: expected an object"),
             (#"{"version": 1, "collections": {"c": {"hasNext": 1}}}"#, "collections.c.hasNext: expected true or false"),
             (#"{"version": 1, "collections": {"c": {"hasNext": true, "lastId": [1]}}}"#, "collections.c.lastId: expected a string, an integer or null"),
-            (#"{"version": 1, "collections": {"c": {"hasNext": true, "lastId": null, "count": -1}}}"#, "collections.c.count: expected an integer ≥ 0"),
-            (#"{"version": 1, "collections": {"c": {"hasNext": true, "lastId": null, "count": 1, "pages": "1"}}}"#, "collections.c.pages: expected an integer ≥ 0"),
+            (#"{"version": 1, "collections": {"c": {"hasNext": true, "lastId": null, "count": -1}}}"#, "collections.c.count: expected an integer from 0 to 9007199254740991"),
+            (#"{"version": 1, "collections": {"c": {"hasNext": true, "lastId": null, "count": 9007199254740992}}}"#, "collections.c.count: expected an integer from 0 to 9007199254740991"),
+            (#"{"version": 1, "collections": {"c": {"hasNext": true, "lastId": null, "count": 1, "pages": "1"}}}"#, "collections.c.pages: expected an integer from 0 to 9007199254740991"),
+            (#"{"version": 1, "collections": {"c": {"hasNext": true, "lastId": null, "count": 1, "pages": 9223372036854775807}}}"#, "collections.c.pages: expected an integer from 0 to 9007199254740991"),
             (#"{"version": 1, "collections": {"c": {"hasNext": true, "lastId": null, "count": 1, "pages": 1, "lastError": 5}}}"#, "collections.c.lastError: expected a string or null"),
         ]
         for (text, expected) in cases {

@@ -651,6 +651,16 @@ final class ItemBufferTests: XCTestCase {
         XCTAssertEqual(buffer.slice(offset: next - 1, limit: 0).items.count, 0)
     }
 
+    func testOffsetsAndLimitsNearIntMaxDoNotOverflow() {
+        var buffer = ItemBuffer(capacity: 10)
+        buffer.append(contentsOf: (0..<5).map { RawJSON.integer($0) })
+        XCTAssertEqual(buffer.slice(offset: 1, limit: .max).items.map(\.description), ["1", "2", "3", "4"])
+        XCTAssertEqual(buffer.slice(offset: .max, limit: 1).items.count, 0)
+        XCTAssertEqual(buffer.slice(offset: .max, limit: .max).items.count, 0)
+        XCTAssertEqual(buffer.slice(offset: 1 << 62, limit: 1 << 62).items.count, 0)
+        XCTAssertEqual(buffer.slice(offset: .max, limit: nil).offset, 5)
+    }
+
     func testZeroCapacityKeepsNothing() {
         var buffer = ItemBuffer(capacity: 0)
         buffer.append(contentsOf: [.integer(1), .integer(2)])
