@@ -265,16 +265,27 @@ public final class Connection: @unchecked Sendable {
             }
             let members = works
             let tracker = self.tracker
-            spawn(id: nil) { [self] token in
-                let replies = await withTaskGroup(of: (Int, RawJSON?).self) { group in
-                    for (index, (id, work)) in members.enumerated() {
-                        guard let work else { continue }
-                        group.addTask { (index, await Self.perform(work, id: id, tracker: tracker, token: token)) }
+            // Each member runs as a request of its own, under its own id, so
+            // that `$/cancelRequest` reaches it as it reaches a single
+            // request; the batch's reply waits for all of them.
+            let firstMember = nextToken
+            nextToken += members.count
+            spawn(id: nil) { [self] _ in
+                let running: [Task<RawJSON?, Never>] = tracker.locked {
+                    members.enumerated().compactMap { index, member in
+                        guard let work = member.1 else { return nil }
+                        let token = firstMember + index
+                        let task = Task {
+                            let reply = await Self.perform(work, id: member.0, tracker: tracker, token: token)
+                            tracker.memberFinished(token)
+                            return reply
+                        }
+                        tracker.memberStarted(token, id: member.0, cancel: { task.cancel() }, wait: { _ = await task.value })
+                        return task
                     }
-                    var collected: [(Int, RawJSON)] = []
-                    for await (index, reply) in group { if let reply { collected.append((index, reply)) } }
-                    return collected.sorted { $0.0 < $1.0 }.map(\.1)
                 }
+                var replies: [RawJSON] = []
+                for task in running { if let reply = await task.value { replies.append(reply) } }
                 if !replies.isEmpty { emit(.array(replies)) }
             }
             return ending
@@ -407,8 +418,7 @@ public final class Connection: @unchecked Sendable {
 
     /// Cancels every request in flight and waits for their -32801 replies.
     private func cancelInFlight() async {
-        let tasks = tracker.cancelAll()
-        for task in tasks { await task.value }
+        for wait in tracker.cancelAll() { await wait() }
     }
 }
 
@@ -421,7 +431,8 @@ private final class RequestTracker: @unchecked Sendable {
     private let limit: Int
     // Guarded by `condition`.
     private var count = 0
-    private var requests: [Int: (id: RequestID?, task: Task<Void, Never>)] = [:]
+    /// Requests in flight (batch members too), by token.
+    private var requests: [Int: InFlight] = [:]
     private var draining = false
     /// Requests cancelled because the server is stopping, and by `$/cancelRequest`.
     private var stopped: Set<Int> = []
@@ -446,7 +457,22 @@ private final class RequestTracker: @unchecked Sendable {
     /// A request started; call inside `locked`.
     func started(_ token: Int, id: RequestID?, task: Task<Void, Never>) {
         count += 1
-        requests[token] = (id, task)
+        requests[token] = InFlight(id: id, cancel: { task.cancel() }, wait: { await task.value })
+    }
+
+    /// A member of a batch started; call inside `locked`. The batch itself
+    /// is the request that counts against the limit.
+    func memberStarted(_ token: Int, id: RequestID?, cancel: @escaping @Sendable () -> Void, wait: @escaping @Sendable () async -> Void) {
+        requests[token] = InFlight(id: id, cancel: cancel, wait: wait)
+    }
+
+    /// A member of a batch finished (before the batch does).
+    func memberFinished(_ token: Int) {
+        condition.locked {
+            requests[token] = nil
+            stopped.remove(token)
+            cancelledByClient.remove(token)
+        }
     }
 
     /// A request finished; returns whether the drain wants to hear of it.
@@ -477,18 +503,18 @@ private final class RequestTracker: @unchecked Sendable {
         condition.locked {
             for (token, request) in requests where request.id == id {
                 cancelledByClient.insert(token)
-                request.task.cancel()
+                request.cancel()
             }
         }
     }
 
-    /// Cancels every request (the server is shutting down); returns their tasks.
-    func cancelAll() -> [Task<Void, Never>] {
+    /// Cancels every request (the server is shutting down); returns what
+    /// waits for each to end.
+    func cancelAll() -> [@Sendable () async -> Void] {
         condition.locked {
             stopped.formUnion(requests.keys.filter { !cancelledByClient.contains($0) })
-            let tasks = requests.values.map(\.task)
-            for task in tasks { task.cancel() }
-            return tasks
+            for request in requests.values { request.cancel() }
+            return requests.values.map(\.wait)
         }
     }
 
@@ -504,6 +530,13 @@ private final class RequestTracker: @unchecked Sendable {
 
     /// Whether request `token` was cancelled because the server is stopping.
     func wasStopped(_ token: Int) -> Bool { condition.locked { stopped.contains(token) } }
+}
+
+/// A request in flight, as the tracker sees it.
+private struct InFlight {
+    let id: RequestID?
+    let cancel: @Sendable () -> Void
+    let wait: @Sendable () async -> Void
 }
 
 /// A ready-made reply for a batch member (an invalid entry).

@@ -119,6 +119,27 @@ final class ConcurrencyTests: EndToEndTestCase {
         try server.finish()
     }
 
+    func testCancelRequestReachesAMemberOfABatch() throws {
+        let (server, fifo) = try startWithBlockedFirstPage()
+        // Two calls in one batch: the fetch in flight and the call queued behind it.
+        try server.send(#"[{"jsonrpc":"2.0","id":1,"method":"loadNext","params":{"collection":"c"}},"#
+            + #"{"jsonrpc":"2.0","id":"two","method":"loadNext","params":{"collection":"c"}}]"#)
+        try server.request("3", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.nextMessage(), rpcResult(3, Self.loading))
+        try server.notify("$/cancelRequest", #"{"id": "two"}"#)
+        try server.notify("$/cancelRequest", #"{"id": 1}"#)
+        // The batch's reply holds both, each ended by its own cancellation.
+        try expectMatch(server.nextMessage(), #"""
+            [{"jsonrpc":"2.0","id":1,"error":\#(Self.cancelled)},{"jsonrpc":"2.0","id":"two","error":\#(Self.cancelled)}]
+            """#)
+        try server.request("4", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("4"), rpcResult(4, Self.fresh))
+        try fifo.replace(withFile: Self.page1)
+        try server.request("5", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("5"), rpcResult(5, #"{"collection":"c","items":[{"id":1},{"id":2}],"page":1,"hasNext":true,"lastId":"p2","count":2}"#))
+        try server.finish()
+    }
+
     func testDifferentCollectionsLoadConcurrently() throws {
         let directory = try temporaryDirectory()
         let fifo = try makeFifo(directory + "/slow/first.json")
