@@ -1,7 +1,9 @@
 import Jansson
 
-/// A request id, kept as the exact JSON it arrived as (string, number or
-/// null) so replies echo it with its type.
+/// A request id (string, number or null), kept as compact JSON so replies
+/// echo it with its type: strings and integers as they arrived, a number
+/// with a fraction or exponent in the shortest form that reads back as the
+/// same double (`0.1` stays `0.1`; `1e3` becomes `1000.0`).
 public struct RequestID: Hashable, Sendable, CustomStringConvertible {
     /// The compact JSON of the id.
     public let raw: RawJSON
@@ -13,7 +15,8 @@ public struct RequestID: Hashable, Sendable, CustomStringConvertible {
     /// An id from a JSON value: only strings, numbers and null are ids.
     public init?(_ json: JSON) {
         switch json.kind {
-        case .string, .integer, .real, .null: self.raw = RawJSON(json)
+        case .string, .integer, .null: self.raw = RawJSON(json)
+        case .real: self.raw = RawJSON(trusted: Array((json.number ?? 0).description.utf8))
         default: return nil
         }
     }
