@@ -48,7 +48,8 @@ public struct CollectionDefinition: Sendable {
         case .command(let command): return CommandClient(source: command, collection: name, logger: logger)
         case .http(let http):
             let redactor = HTTPRedactor(
-                source: http, exemptQueryNames: HTTPRedactor.pagingNames(paging, pageSizeParam: options.pageSizeParam))
+                source: http, exemptQueryNames: HTTPRedactor.pagingNames(paging, pageSizeParam: options.pageSizeParam),
+                exemptHeaderNames: HTTPRedactor.pagingHeaderNames(paging))
             switch upstream {
             case .live:
                 return HTTPPageClient(source: http, collection: name, logger: logger)

@@ -76,7 +76,7 @@ final class HTTPRecordReplayTests: HTTPSourceTestCase {
             let lines = text.split(separator: "\n").map(String.init)
             XCTAssertEqual(lines.count, 3)
             let base = server.baseURL
-            XCTAssertEqual(lines[0], #"{"request":{"method":"GET","url":"\#(base)/items?api_key=[redacted]","body":null},"response":{"status":503,"headers":{"Content-Length":"10"},"body":"warming up"}}"#)
+            XCTAssertEqual(lines[0], #"{"request":{"method":"GET","url":"\#(base)/items?api_key=[redacted]","headers":{"Authorization":"[redacted]","X-Custom-Token":"[redacted]","Accept":"application/json","User-Agent":"nextpage"},"body":null},"response":{"status":503,"headers":{"Content-Length":"10"},"body":"warming up"}}"#)
             let second = try JSON.parse(lines[1])
             XCTAssertEqual(second.pointer("/response/status")?.integer, 200)
             XCTAssertEqual(second.pointer("/response/headers/Set-Cookie")?.string, "[redacted]")
@@ -130,6 +130,48 @@ final class HTTPRecordReplayTests: HTTPSourceTestCase {
             let answered = await replay.answered
             XCTAssertEqual(answered, 2)
             XCTAssertEqual(server.requests.count, 3)
+        }
+    }
+
+    func testACursorSentInAHeaderIsRecordedAndReplayTellsThePagesApart() async throws {
+        let directory = try temporaryDirectory()
+        try await withServer({ request in
+            // The header's name looks secret; as the cursor's carrier it is recorded all the same.
+            switch request.header("X-Page-Token") {
+            case nil: return .json(#"{"items": [{"id": "first"}], "next_cursor": "h1"}"#)
+            case "h1": return .json(#"{"items": [{"id": "second"}], "next_cursor": "h2"}"#)
+            default: return .json(#"{"items": [{"id": "third"}], "next_cursor": null}"#)
+            }
+        }) { server, transport in
+            let source = HTTPSource(url: server.baseURL + "/feed")
+            let paging = Paging(strategy: .cursor, header: "X-Page-Token")
+            let redactor = HTTPRedactor(
+                source: source, exemptQueryNames: HTTPRedactor.pagingNames(paging, pageSizeParam: nil),
+                exemptHeaderNames: HTTPRedactor.pagingHeaderNames(paging))
+            let file = RecordingTransport.file(directory: directory, collection: "feed")
+            let recording = RecordingTransport(wrapping: transport, file: file, redactor: redactor)
+            let live = try await loadAll(collection(source, paging, transport: recording))
+            XCTAssertEqual(live.ids, ["first", "second", "third"])
+            let lines = read(file).split(separator: "\n").map { try? JSON.parse(String($0)) }
+            XCTAssertEqual(lines.map { $0?.pointer("/request/headers/X-Page-Token")?.string }, [nil, "h1", "h2"])
+
+            // Every request has the same URL: the header tells them apart, also after a reset.
+            let replay = ReplayTransport(file: file, redactor: redactor)
+            let offline = collection(source, paging, transport: replay, retryPolicy: .immediate)
+            let replayed = try await loadAll(offline)
+            XCTAssertEqual(replayed.ids, ["first", "second", "third"])
+            await offline.reset()
+            let first = try await offline.loadNext()
+            XCTAssertEqual(first.items.map(\.description), [#"{"id":"first"}"#])
+            let second = try await offline.loadNext()
+            XCTAssertEqual(second.items.map(\.description), [#"{"id":"second"}"#])
+            // A cursor that was never recorded is not answered with some other page.
+            do {
+                let resumed = try await offline.load(lastId: .string("h9"))
+                XCTFail("expected no recorded answer, got \(resumed.items)")
+            } catch {
+                XCTAssertTrue(upstreamFailure(error)?.message.contains("no recorded answer") ?? false, "\(error)")
+            }
         }
     }
 

@@ -5,7 +5,8 @@ import Jansson
 /// A header is secret when its name is `Authorization`, `Proxy-Authorization`,
 /// `Cookie`, `Set-Cookie` or `X-Api-Key`, or contains `token`, `secret`,
 /// `key` or `auth` (case-insensitively); a query item is secret by the same
-/// name rule (plus `password`, `signature`), except the paging parameters.
+/// name rule (plus `password`, `signature`), except the paging parameters
+/// and the header that carries the cursor (`paging.header`).
 /// Secret values are replaced with `[redacted]`, and the values of the
 /// source's own secret headers and query items are also scrubbed from any
 /// text (a response that echoes a token back, for example).
@@ -19,18 +20,22 @@ public struct HTTPRedactor: Sendable {
 
     /// Query item names never redacted (they carry cursors and page sizes).
     public let exemptQueryNames: Set<String>
+    /// Header names (lowercased) never redacted: the one that carries the cursor.
+    public let exemptHeaderNames: Set<String>
     /// Known secret values, longest first.
     private let secrets: [String]
 
     /// A redactor that scrubs nothing but what the name rules catch.
-    public init(exemptQueryNames: Set<String> = []) {
+    public init(exemptQueryNames: Set<String> = [], exemptHeaderNames: Set<String> = []) {
         self.exemptQueryNames = exemptQueryNames
+        self.exemptHeaderNames = Set(exemptHeaderNames.map { $0.lowercased() })
         self.secrets = []
     }
 
     /// A redactor that also knows the secret values configured in `source`.
-    public init(source: HTTPSource, exemptQueryNames: Set<String>) {
+    public init(source: HTTPSource, exemptQueryNames: Set<String>, exemptHeaderNames: Set<String> = []) {
         self.exemptQueryNames = exemptQueryNames
+        self.exemptHeaderNames = Set(exemptHeaderNames.map { $0.lowercased() })
         var values: [String] = []
         for header in source.headers where Self.isSecretHeader(header.name) {
             values.append(header.value)
@@ -60,6 +65,11 @@ public struct HTTPRedactor: Sendable {
         return Set(names.map(HTTPURL.encodeComponent))
     }
 
+    /// The header that carries the cursor, which is never redacted.
+    public static func pagingHeaderNames(_ paging: Paging) -> Set<String> {
+        paging.header.map { [$0.lowercased()] } ?? []
+    }
+
     /// Whether a header with this name carries a secret.
     public static func isSecretHeader(_ name: String) -> Bool {
         let lower = name.lowercased()
@@ -74,7 +84,10 @@ public struct HTTPRedactor: Sendable {
 
     /// Headers with every secret value replaced.
     public func headers(_ headers: [(name: String, value: String)]) -> [(name: String, value: String)] {
-        headers.map { Self.isSecretHeader($0.name) ? ($0.name, Self.placeholder) : ($0.name, scrub($0.value)) }
+        headers.map {
+            Self.isSecretHeader($0.name) && !exemptHeaderNames.contains($0.name.lowercased())
+                ? ($0.name, Self.placeholder) : ($0.name, scrub($0.value))
+        }
     }
 
     /// A URL with user info and secret query values replaced; paging parameters are kept.

@@ -10,11 +10,12 @@ import Logging
 /// Records every exchange of another transport (`--record-upstream DIR`):
 /// each answer, whatever its status, is appended to a JSON Lines file as
 ///
-///     {"request": {"method", "url", "body"}, "response": {"status", "headers", "body"}}
+///     {"request": {"method", "url", "headers", "body"}, "response": {"status", "headers", "body"}}
 ///
 /// where a body is its JSON value when it is JSON (`null` for none) and a
 /// string otherwise, and headers are an object (repeated headers joined with
-/// ", "); `response.url` is added when a redirect made the answering URL
+/// ", "); the request's headers are what it sent (a cursor sent in a header,
+/// `paging.header`, is how replay tells its requests apart); `response.url` is added when a redirect made the answering URL
 /// differ from the request's. Secret headers, secret query values and the source's known secret
 /// values are replaced with `[redacted]` (see `HTTPRedactor`). Each line is
 /// written with one `write` to a file opened with `O_APPEND`, so concurrent
@@ -63,6 +64,7 @@ public struct RecordingTransport: HTTPTransport {
             "request": .object([
                 "method": .string(request.method),
                 "url": .string(redactor.url(request.url)),
+                "headers": Self.headerObject(redactor.headers(request.headers)),
                 "body": request.body.map(Self.bodyValue) ?? .null,
             ]),
             "response": .object([

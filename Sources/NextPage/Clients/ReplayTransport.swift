@@ -12,7 +12,9 @@ import Jansson
 /// The file is the JSON Lines format `RecordingTransport` writes, read on
 /// the first request. A request matches a recorded one with the same method,
 /// the same URL (scheme and host compared case-insensitively, query items in
-/// any order, both redacted the same way) and the same JSON body. Identical
+/// any order, both redacted the same way), the same JSON body and, when the
+/// recording has the request's headers, the same headers (redacted the same
+/// way; a secret one, whose value is redacted, is not compared). Identical
 /// requests get their recorded answers in recorded order; once those are used
 /// up, the last one is given again (so a refreshed collection replays too).
 /// A request nothing matches fails with `HTTPTransportError.unmatched`, as
@@ -27,6 +29,9 @@ public actor ReplayTransport: HTTPTransport {
     struct Entry {
         let method: String
         let key: String
+        /// Recorded request headers, by lowercased name (repeated ones joined
+        /// with ", "); `nil` when the recording has none (they are not compared).
+        let headers: [String: String]?
         let body: JSON?
         let response: HTTPExchangeResponse
         var used = false
@@ -50,10 +55,12 @@ public actor ReplayTransport: HTTPTransport {
         let method = request.method.uppercased()
         let key = Self.matchKey(redactor.url(request.url))
         let body = request.body.flatMap { try? JSON.parse($0) }
+        let headers = redactor.headers(request.headers)
         var lastMatch: Int?
         for index in entries!.indices {
             let entry = entries![index]
-            guard entry.method == method, entry.key == key, Self.sameBody(entry.body, body) else { continue }
+            guard entry.method == method, entry.key == key, Self.sameBody(entry.body, body),
+                  Self.sameHeaders(entry.headers, headers) else { continue }
             if !entry.used {
                 entries![index].used = true
                 return try answer(entry.response, maxBodyBytes: maxBodyBytes)
@@ -116,9 +123,24 @@ public actor ReplayTransport: HTTPTransport {
         case nil: body = []
         case let value?: body = value.kind == .string ? Array((value.string ?? "").utf8) : value.dump()
         }
+        var requestHeaders: [String: String]?
+        if let recorded = request["headers"], !recorded.isNull {
+            guard recorded.kind == .object else { return nil }
+            var byName: [String: String] = [:]
+            for (name, value) in recorded.members {
+                if let text = value.string {
+                    byName[name.lowercased()] = text
+                } else if value.kind == .array, value.elements.allSatisfy({ $0.string != nil }) {
+                    byName[name.lowercased()] = value.elements.compactMap(\.string).joined(separator: ", ")
+                } else {
+                    return nil
+                }
+            }
+            requestHeaders = byName
+        }
         let requestBody = request["body"].flatMap { $0.isNull ? nil : $0 }
         return Entry(
-            method: method.uppercased(), key: matchKey(url), body: requestBody,
+            method: method.uppercased(), key: matchKey(url), headers: requestHeaders, body: requestBody,
             response: HTTPExchangeResponse(status: Int(status), headers: headers, body: body, url: response["url"]?.string ?? url))
     }
 
@@ -132,6 +154,23 @@ public actor ReplayTransport: HTTPTransport {
             parts.query = query.split(separator: "&", omittingEmptySubsequences: false).map(String.init).sorted().joined(separator: "&")
         }
         return parts.text
+    }
+
+    /// Whether the headers sent are the ones recorded: each name on either
+    /// side has the same value on the other (a header one side lacks differs;
+    /// a redacted value, which says nothing of the value, is not compared).
+    private static func sameHeaders(_ recorded: [String: String]?, _ sent: [(name: String, value: String)]) -> Bool {
+        guard let recorded else { return true }
+        var values: [String: [String]] = [:]
+        for header in sent { values[header.name.lowercased(), default: []].append(header.value) }
+        let sentValues = values.mapValues { $0.joined(separator: ", ") }
+        for name in Set(recorded.keys).union(sentValues.keys) {
+            let was = recorded[name]
+            let now = sentValues[name]
+            if was == HTTPRedactor.placeholder || now == HTTPRedactor.placeholder { continue }
+            if was != now { return false }
+        }
+        return true
     }
 
     private static func sameBody(_ recorded: JSON?, _ sent: JSON?) -> Bool {
