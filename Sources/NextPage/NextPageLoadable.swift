@@ -11,6 +11,9 @@ public struct LoadedPage: Sendable {
     public var next: Cursor?
     /// Whether the source says there is more.
     public var hasNext: Bool
+    /// Why the source ends here although it claimed more (it gave no cursor
+    /// to continue from): the collection's `lastError` once the page lands.
+    public var endNote: String?
     /// Checks of the page still to run before it may land (jansson's
     /// validation of the items); they return the items' ids when wanted,
     /// and the items when jansson reads them differently from the bytes
@@ -171,6 +174,12 @@ public final class LoadQueue {
     fileprivate var fetches: [Fetch] = []
     fileprivate var nextFetchId = 0
     fileprivate var emptyStreak = 0
+    /// The cursors of the pages landed since the last reset (their hashes),
+    /// so that a source leading back to one of them (a cycle) is stopped.
+    /// When it holds `maxLandedCursors`, it starts over: a cycle of up to
+    /// that many pages is still found, in a bounded amount of memory.
+    fileprivate var landedCursors = Set<Int>()
+    static let maxLandedCursors = 100_000
     /// Items received from the source since the last reset (before `dedupe`).
     fileprivate var received = 0
     /// Calls that will ask for page after page (`loadAll`): demand beyond the waiters.
@@ -404,6 +413,7 @@ extension NextPageLoadable {
         cancelFetches()
         loadQueue.emptyStreak = 0
         loadQueue.received = 0
+        loadQueue.landedCursors = []
         loadQueue.lastCallLanded = false
         // An answer its caller has not taken yet ends too: that reply was not sent.
         let calls = loadQueue.calls
@@ -552,12 +562,21 @@ extension NextPageLoadable {
 
     private func land(_ page: LoadedPage, fetchedWith cursor: Cursor?) throws -> PageResult {
         var hasNext = page.hasNext
-        var stopReason: String?
-        if hasNext, let cursor, page.next == cursor {
-            stopReason = "source returned the cursor '\(cursor.text)' again"
+        var stopReason: String? = hasNext ? nil : page.endNote
+        if hasNext, let next = page.next {
+            if next == cursor {
+                stopReason = "source returned the cursor '\(next.text)' again"
+            } else if loadQueue.landedCursors.contains(next.hashValue) {
+                stopReason = "source returned the cursor '\(next.text)' of an earlier page again (a cycle)"
+            }
+        }
+        if stopReason != nil {
             if loopGuard.onRepeatedCursor == .error {
                 cancelFetches()
+                // Stopped, as with `stop`, but the page is not delivered:
+                // no cursor is left to fetch (`lastId` is null once `hasNext` is false).
                 nextPageState.hasNext = false
+                nextPageState.lastId = nil
                 nextPageState.lastError = stopReason
                 throw LoadError.undecodable(PageDecodingFailure(message: stopReason!))
             }
@@ -573,6 +592,10 @@ extension NextPageLoadable {
             loadQueue.emptyStreak = 0
         }
         loadQueue.received += page.items.count
+        if let cursor {
+            if loadQueue.landedCursors.count >= LoadQueue.maxLandedCursors { loadQueue.landedCursors = [] }
+            loadQueue.landedCursors.insert(cursor.hashValue)
+        }
         let delivered = didLoad(page)
         nextPageState.update(hasNext: hasNext, lastId: hasNext ? page.next : nil, added: delivered.count)
         nextPageState.lastError = stopReason
@@ -639,7 +662,10 @@ extension NextPageLoadable {
         let loadedBefore: Int
         var streak = loadQueue.emptyStreak
         if let last = loadQueue.fetches.last {
-            guard let head = last.head, head.hasNext, let next = head.next, next != last.cursor else { return }
+            // Never a cursor fetched before: landing that page would stop the collection.
+            guard let head = last.head, head.hasNext, let next = head.next, next != last.cursor,
+                  !loadQueue.landedCursors.contains(next.hashValue),
+                  !loadQueue.fetches.contains(where: { $0.cursor == next }) else { return }
             for fetch in loadQueue.fetches {
                 guard let head = fetch.head else { return }
                 streak = head.itemCount == 0 && head.hasNext ? streak + 1 : 0

@@ -41,6 +41,7 @@ public actor PagedCollection: NextPageLoadable {
         let page = try await client.send(request)
         let advance = strategy.advance(after: page, request: request, loadedBefore: loadedBefore)
         var loaded = LoadedPage(items: page.items, ids: page.ids, next: advance.next, hasNext: advance.hasNext)
+        loaded.endNote = advance.endNote
         if let check = page.pendingCheck {
             loaded.pendingCheck = { try check.run() }
         }

@@ -111,10 +111,12 @@ struct Params {
 
     func raw(_ key: String) -> JSON? { object?[key] }
 
-    /// A progress token: a string or an integer, as in LSP; in params, or
-    /// else beside them (`{"params": {...}, "progressToken": T}`).
+    /// A progress token: a string or an integer, as in LSP; in params, in
+    /// `params._meta` (as MCP sends it), or else beside the params
+    /// (`{"params": {...}, "progressToken": T}`).
     func progressToken(_ key: String) throws(RPCError) -> RawJSON? {
-        for value in [object?[key], progressTokenBeside] {
+        let meta = object?["_meta"].flatMap { $0.kind == .object ? $0[key] : nil }
+        for value in [object?[key], meta, progressTokenBeside] {
             guard let value, !value.isNull else { continue }
             guard value.kind == .string || value.kind == .integer else {
                 throw .invalidParams(field: key, expected: "a string or an integer")

@@ -38,6 +38,13 @@ final class LoadAllTests: EndToEndTestCase {
         // A token of the wrong kind is a bad param, wherever it is.
         try server.send(#"{"jsonrpc":"2.0","id":2,"method":"loadAll","params":{"collection":"demo"},"progressToken":[1]}"#)
         try expectMatch(server.reply("2"), rpcError(2, #"{"code":-32602,"message":"<string>","data":{"field":"progressToken","expected":"<string>"}}"#))
+        // In `params._meta`, as MCP clients send it.
+        try server.send(#"{"jsonrpc":"2.0","id":3,"method":"loadAll","params":{"collection":"demo","maxPages":1,"_meta":{"progressToken":7}}}"#)
+        try expectMatch(server.nextMessage(), #"{"jsonrpc":"2.0","method":"$/progress","params":{"token":7,"value":{"kind":"begin","pages":0,"count":0}}}"#)
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"demo","pages":1,"count":"<int>","hasNext":"<bool>","lastId":"<any>"}"#))
+        let progress = server.takeAll { $0["method"] == .string("$/progress") }
+        XCTAssertEqual(progress.map { $0["params"]?["token"] }, [.int(7), .int(7)])
+        XCTAssertEqual(server.takeAll { $0["method"] == .string("page") }.count, 1)
         try server.finish()
     }
 

@@ -35,7 +35,7 @@ final class PagingOptionsTests: EndToEndTestCase {
         try server.request("2", "loadNext", #"{"collection": "c"}"#)
         try expectMatch(server.reply("2"), rpcError(2, #"{"code":"<int>","message":"<string>","data":{"collection":"c","pointer?":"<string>","message?":"<string>"}}"#))
         try server.request("3", "status", #"{"collection": "c"}"#)
-        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","hasNext":false,"isLoading":false,"lastId":"<any>","count":"<int>","pages":"<int>","lastError":"<string>"}"#))
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","hasNext":false,"isLoading":false,"lastId":null,"count":1,"pages":1,"lastError":"<contains:'a' again>"}"#))
         try server.finish()
     }
 
@@ -98,12 +98,52 @@ final class PagingOptionsTests: EndToEndTestCase {
         try server.finish()
     }
 
+    func testAPageThatClaimsMoreWithoutACursorEndsAndSaysWhy() throws {
+        let server = try startServer(
+            config: fileConfig(paging: #"""
+                {"strategy": "cursor", "items": "/data/nodes", "next": "/data/pageInfo/endCursor",
+                 "hasNext": "/data/pageInfo/hasNextPage"}
+                """#),
+            files: ["pages/first.json": #"{"data": {"nodes": ["a"], "pageInfo": {"endCursor": null, "hasNextPage": true}}}"#])
+        try server.request("1", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("1"), rpcResult(1, #"""
+            {"collection":"c","items":["a"],"page":1,"hasNext":false,"lastId":null,"count":1,
+             "lastError":"<contains:no cursor to continue from>"}
+            """#))
+        try server.request("2", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("2"), rpcResult(2, #"""
+            {"collection":"c","hasNext":false,"isLoading":false,"lastId":null,"count":1,"pages":1,
+             "lastError":"<contains:no cursor to continue from>"}
+            """#))
+        try server.finish()
+    }
+
     func testMissingIdPointerOfTheLastIdStrategyIsNotUnderstood() throws {
         let server = try startServer(
             config: fileConfig(paging: #"{"strategy": "lastId", "id": "/key"}"#),
             files: ["pages/first.json": #"{"items": [{"key": 1}, {"name": "no key"}]}"#])
         try server.request("1", "loadNext", #"{"collection": "c"}"#)
         try expectMatch(server.reply("1"), rpcError(1, #"{"code":-32003,"message":"<string>","data":{"collection":"c","pointer":"/key","message?":"<string>"}}"#))
+        try server.finish()
+    }
+
+    func testACycleOfCursorsEndsLoadAll() throws {
+        let server = try startServer(
+            config: fileConfig(paging: #"{"strategy": "cursor"}"#),
+            files: [
+                "pages/first.json": #"{"items": [1], "next_cursor": "a"}"#,
+                "pages/a.json": #"{"items": [2], "next_cursor": "b"}"#,
+                "pages/b.json": #"{"items": [3], "next_cursor": "a"}"#,
+            ])
+        try server.request("1", "loadAll", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection?":"c","pages":3,"count":3,"hasNext":false,"lastId":null}"#))
+        let pages = server.takeAll { $0["method"] == .string("page") }
+        XCTAssertEqual(pages.map { $0["params"]?["items"] }, [.array([.int(1)]), .array([.int(2)]), .array([.int(3)])])
+        try server.request("2", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("2"), rpcResult(2, #"""
+            {"collection":"c","hasNext":false,"isLoading":false,"lastId":null,"count":3,"pages":3,
+             "lastError":"source returned the cursor 'a' of an earlier page again (a cycle)"}
+            """#))
         try server.finish()
     }
 

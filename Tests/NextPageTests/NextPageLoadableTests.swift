@@ -398,6 +398,39 @@ final class NextPageLoadableTests: XCTestCase {
         XCTAssertEqual(cursors, [nil, .string("c2")], "the repeated cursor is never fetched a second time")
     }
 
+    func testACursorOfAnEarlierPageStopsACycle() async throws {
+        let client = ScriptedClient([
+            .page([1], next: "a"),
+            .page([2], next: "b"),
+            .page([3], next: "a"),    // back to page 2: a cycle
+            // After the reset:
+            .page([4], next: "a"),
+            .page([5], next: "b"),
+            .page([6], next: nil),
+        ])
+        let collection = collection(client)
+        for _ in 0..<2 { _ = try await collection.loadNext() }
+        let stopped = try await collection.loadNext()
+        XCTAssertEqual(itemIds(stopped.items), [3], "the page just loaded is the reply")
+        XCTAssertFalse(stopped.state.hasNext)
+        XCTAssertNil(stopped.state.lastId)
+        XCTAssertTrue(stopped.state.lastError?.contains("'a' of an earlier page") ?? false, stopped.state.lastError ?? "")
+        let after = try await collection.loadNext()
+        XCTAssertFalse(after.landed)
+        var cursors = await client.cursors
+        XCTAssertEqual(cursors, [nil, .string("a"), .string("b")], "no cursor is fetched a second time")
+
+        // A reset forgets the cursors landed: the walk runs again.
+        await collection.reset()
+        for expected in [4, 5, 6] {
+            let page = try await collection.loadNext()
+            XCTAssertEqual(itemIds(page.items), [expected])
+            XCTAssertNil(page.state.lastError)
+        }
+        cursors = await client.cursors
+        XCTAssertEqual(cursors.suffix(3), [nil, .string("a"), .string("b")])
+    }
+
     func testRepeatedCursorWithErrorPolicyThrows() async throws {
         let client = ScriptedClient([.page([1], next: "c2"), .page([2], next: "c2"), .page([3], next: nil)])
         let collection = collection(client, options: CollectionOptions(onRepeatedCursor: .error))
@@ -406,9 +439,11 @@ final class NextPageLoadableTests: XCTestCase {
         guard case .undecodable? = error else { return XCTFail("expected .undecodable, got \(String(describing: error))") }
         let state = await collection.state
         XCTAssertFalse(state.hasNext)
+        XCTAssertNil(state.lastId, "no cursor is left once hasNext is false")
         XCTAssertNotNil(state.lastError)
         XCTAssertFalse(state.isLoading)
         let after = try await collection.loadNext()
+        XCTAssertNil(after.state.lastId)
         XCTAssertFalse(after.landed)
         let cursors = await client.cursors
         XCTAssertEqual(cursors, [nil, .string("c2")])

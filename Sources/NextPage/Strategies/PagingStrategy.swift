@@ -2,10 +2,13 @@
 public struct Advance: Sendable, Equatable {
     public var next: Cursor?
     public var hasNext: Bool
+    /// Why paging ends although the page claimed more (see `LoadedPage.endNote`).
+    public var endNote: String?
 
-    public init(next: Cursor?, hasNext: Bool) {
+    public init(next: Cursor?, hasNext: Bool, endNote: String? = nil) {
         self.next = next
         self.hasNext = hasNext
+        self.endNote = endNote
     }
 }
 
@@ -25,9 +28,13 @@ extension PagingStrategy {
     public func firstCursor(_ paging: Paging) -> Cursor? { nil }
 
     /// The end test shared by every strategy: a `hasNext` pointer, when given,
-    /// decides; without a cursor to continue from there is nothing more.
+    /// decides; without a cursor to continue from there is nothing more (and
+    /// when the pointer said there was, the end says why).
     func resolve(next: Cursor?, page: UpstreamPage, otherwise hasMore: @autoclosure () -> Bool) -> Advance {
-        guard let next else { return Advance(next: nil, hasNext: false) }
+        guard let next else {
+            let note = page.hasNextFlag == true ? "the page says there is more (hasNext) but gives no cursor to continue from" : nil
+            return Advance(next: nil, hasNext: false, endNote: note)
+        }
         return Advance(next: next, hasNext: page.hasNextFlag ?? hasMore())
     }
 
