@@ -14,11 +14,19 @@ public final class ShellSession: Sendable {
 
     /// Loads the collections (`configPath`, or `./nextpage.json`, or the
     /// demo, as `serve` does) and the state file, and restores saved states.
-    public init(configPath: String?, statePath: String?, upstream: UpstreamMode, logger: Logger) async throws {
+    /// Without `prefetch`, no collection fetches a page before it is asked
+    /// for: a command that loads one page and exits would fetch the next
+    /// one for nobody (and the next run would fetch it again).
+    public init(configPath: String?, statePath: String?, upstream: UpstreamMode, logger: Logger, prefetch: Bool = true) async throws {
         let loaded = try ServerLauncher.collections(configPath: configPath)
         let store = try statePath.map { path throws(StateFileError) in try StateStore(path: path, commit: .onRequest, logger: logger) }
+        let collections = loaded.collections.map { name, definition in
+            var definition = definition
+            if !prefetch { definition.options.prefetch = 0 }
+            return (name: name, definition: definition)
+        }
         service = NextPageService(
-            collections: loaded.collections, validator: loaded.validator, logger: logger, upstream: upstream, stateStore: store)
+            collections: collections, validator: loaded.validator, logger: logger, upstream: upstream, stateStore: store)
         stateStore = store
         await service.restoreSavedStates()
     }

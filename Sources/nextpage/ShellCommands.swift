@@ -47,8 +47,10 @@ struct SessionOptions: ParsableArguments {
         }
     }
 
-    /// Opens the collections and the state file; exits 2 or 3 with a message when they cannot be used.
-    func openSession() async throws -> ShellSession {
+    /// Opens the collections and the state file; exits 2 or 3 with a message
+    /// when they cannot be used. Without `prefetch`, collections fetch only
+    /// the pages asked for (see `ShellSession`).
+    func openSession(prefetch: Bool = true) async throws -> ShellSession {
         signal(SIGPIPE, SIG_IGN)
         // A file size limit makes a state file write fail (EFBIG), reported, not fatal.
         signal(SIGXFSZ, SIG_IGN)
@@ -56,7 +58,7 @@ struct SessionOptions: ParsableArguments {
         do {
             return try await ShellSession(
                 configPath: config, statePath: state,
-                upstream: replayUpstream.map { .replay(directory: $0) } ?? .live, logger: logger)
+                upstream: replayUpstream.map { .replay(directory: $0) } ?? .live, logger: logger, prefetch: prefetch)
         } catch let error as ConfigError {
             printError("nextpage: config \(error)")
             throw ExitCode(ShellExit.config)
@@ -83,7 +85,8 @@ struct Next: AsyncParsableCommand {
     @OptionGroup var options: SessionOptions
 
     func run() async throws {
-        let session = try await options.openSession()
+        // One page and exit: a page fetched ahead would be fetched for nobody.
+        let session = try await options.openSession(prefetch: false)
         let params = RawJSON.object(["collection": .string(collection)])
         let before = try await call(session, "status", params)
         let page = try await committing(session) { try await call(session, "loadNext", params) }

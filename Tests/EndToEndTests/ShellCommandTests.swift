@@ -41,6 +41,33 @@ final class ShellCommandTests: EndToEndTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory).sorted(), ["demo.state"], "no temporary file left")
     }
 
+    func testNextFetchesOnlyThePageItPrintsEvenWithPrefetch() throws {
+        let directory = try temporaryDirectory()
+        // Each run of the source logs its cursor first, then answers at once.
+        try writeFile(directory + "/pages.sh", #"""
+            #!/bin/sh
+            echo "[$1]" >> calls.log
+            case "$1" in
+              "") echo '{"items": [1], "next_cursor": "c1"}' ;;
+              c1) echo '{"items": [2], "next_cursor": "c2"}' ;;
+              *) echo '{"items": [3], "next_cursor": null}' ;;
+            esac
+            """#)
+        XCTAssertEqual(chmod(directory + "/pages.sh", 0o755), 0)
+        try writeFile(directory + "/nextpage.json", #"""
+            {"collections": {"c": {"source": {"type": "command", "argv": ["./pages.sh", "{cursor}"]},
+                                   "paging": {"strategy": "cursor"}, "prefetch": 1}}}
+            """#)
+        for page in 1...3 {
+            let result = try runNextpage(["next", "c", "--state", "c.state"], in: directory)
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertEqual(try JSONValue.parse(result.stdout)["items"], .array([.int(Int64(page))]))
+        }
+        // A page fetched ahead by a run that then exits would be fetched again by the next run.
+        let calls = try String(contentsOfFile: directory + "/calls.log", encoding: .utf8)
+        XCTAssertEqual(calls.split(separator: "\n"), ["[]", "[c1]", "[c2]"])
+    }
+
     func testAllPrintsEveryItemOnceAsCompactLinesAndHonoursLimits() throws {
         let directory = try temporaryDirectory()
         let whole = try runNextpage(["all", "demo"], in: directory)
