@@ -263,27 +263,29 @@ public final class Connection: @unchecked Sendable {
                     works.append((request.id, await admit(request)))
                 }
             }
-            let members = works
-            let tracker = self.tracker
             // Each member runs as a request of its own, under its own id, so
             // that `$/cancelRequest` reaches it as it reaches a single
-            // request; the batch's reply waits for all of them.
+            // request. They are registered here, before the next message is
+            // handled (a cancel right behind the batch finds them); the
+            // batch's reply waits for all of them.
+            let tracker = self.tracker
             let firstMember = nextToken
-            nextToken += members.count
-            spawn(id: nil) { [self] _ in
-                let running: [Task<RawJSON?, Never>] = tracker.locked {
-                    members.enumerated().compactMap { index, member in
-                        guard let work = member.1 else { return nil }
-                        let token = firstMember + index
-                        let task = Task {
-                            let reply = await Self.perform(work, id: member.0, tracker: tracker, token: token)
-                            tracker.memberFinished(token)
-                            return reply
-                        }
-                        tracker.memberStarted(token, id: member.0, cancel: { task.cancel() }, wait: { _ = await task.value })
-                        return task
+            nextToken += works.count
+            let running: [Task<RawJSON?, Never>] = tracker.locked {
+                works.enumerated().compactMap { index, member in
+                    guard let work = member.1 else { return nil }
+                    let token = firstMember + index
+                    // It cannot finish before it is registered: `memberFinished` waits for the lock.
+                    let task = Task {
+                        let reply = await Self.perform(work, id: member.0, tracker: tracker, token: token)
+                        tracker.memberFinished(token)
+                        return reply
                     }
+                    tracker.memberStarted(token, id: member.0, cancel: { task.cancel() }, wait: { _ = await task.value })
+                    return task
                 }
+            }
+            spawn(id: nil) { [self] _ in
                 var replies: [RawJSON] = []
                 for task in running { if let reply = await task.value { replies.append(reply) } }
                 if !replies.isEmpty { emit(.array(replies)) }

@@ -176,6 +176,7 @@ public final class LoadQueue {
     fileprivate var emptyStreak = 0
     /// The cursors of the pages landed since the last reset (their hashes),
     /// so that a source leading back to one of them (a cycle) is stopped.
+    /// Not saved in a state file: a restored collection starts afresh.
     /// When it holds `maxLandedCursors`, it starts over: a cycle of up to
     /// that many pages is still found, in a bounded amount of memory.
     fileprivate var landedCursors = Set<Int>()
@@ -563,14 +564,16 @@ extension NextPageLoadable {
     private func land(_ page: LoadedPage, fetchedWith cursor: Cursor?) throws -> PageResult {
         var hasNext = page.hasNext
         var stopReason: String? = hasNext ? nil : page.endNote
+        var repeated: String?
         if hasNext, let next = page.next {
             if next == cursor {
-                stopReason = "source returned the cursor '\(next.text)' again"
+                repeated = "source returned the cursor '\(next.text)' again"
             } else if loadQueue.landedCursors.contains(next.hashValue) {
-                stopReason = "source returned the cursor '\(next.text)' of an earlier page again (a cycle)"
+                repeated = "source returned the cursor '\(next.text)' of an earlier page again (a cycle)"
             }
         }
-        if stopReason != nil {
+        if let repeated {
+            stopReason = repeated
             if loopGuard.onRepeatedCursor == .error {
                 cancelFetches()
                 // Stopped, as with `stop`, but the page is not delivered:
@@ -578,7 +581,7 @@ extension NextPageLoadable {
                 nextPageState.hasNext = false
                 nextPageState.lastId = nil
                 nextPageState.lastError = stopReason
-                throw LoadError.undecodable(PageDecodingFailure(message: stopReason!))
+                throw LoadError.undecodable(PageDecodingFailure(message: repeated))
             }
             hasNext = false
         }

@@ -60,7 +60,9 @@ public struct CollectionDefinition: Sendable {
                 return HTTPPageClient(source: http, collection: name, transport: transport, logger: logger)
             case .replay(let directory):
                 // A replay never waits: the waiting happened when it was recorded.
-                let transport = ReplayTransport(file: RecordingTransport.file(directory: directory, collection: name), redactor: redactor)
+                let transport = ReplayTransport(
+                    file: RecordingTransport.file(directory: directory, collection: name), redactor: redactor,
+                    cursorHeaders: HTTPRedactor.pagingHeaderNames(paging))
                 return HTTPPageClient(source: http, collection: name, transport: transport, retryPolicy: .immediate, logger: logger)
             }
         }

@@ -355,7 +355,7 @@ public enum EmbeddedSchemas {
         {
           "name": "onRepeatedCursor",
           "schema": {"$ref": "#/components/schemas/CollectionDefinition/properties/onRepeatedCursor"},
-          "description": "When the source hands back the cursor it was just asked for, or the cursor of any earlier page since the last reset (a cycle): `stop` delivers the page with `hasNext: false` and says why in `lastError`; `error` fails the request (-32003) and stops the collection the same way. Either way no cursor is fetched twice."
+          "description": "When the source hands back the cursor it was just asked for, or the cursor of any earlier page since the last reset in this process (a cycle; a state file does not keep them): `stop` delivers the page with `hasNext: false` and says why in `lastError`; `error` fails the request (-32003) and stops the collection the same way. Either way no cursor is fetched twice."
         },
         {
           "name": "maxEmptyPages",
@@ -841,7 +841,7 @@ public enum EmbeddedSchemas {
             "default": false
           },
           "onRepeatedCursor": {
-            "description": "When the source hands back the cursor it was just asked for, or the cursor of any earlier page since the last reset (a cycle): `stop` delivers the page with `hasNext: false` and says why in `lastError`; `error` fails the request (-32003) and stops the collection the same way. Either way no cursor is fetched twice.",
+            "description": "When the source hands back the cursor it was just asked for, or the cursor of any earlier page since the last reset in this process (a cycle; a state file does not keep them): `stop` delivers the page with `hasNext: false` and says why in `lastError`; `error` fails the request (-32003) and stops the collection the same way. Either way no cursor is fetched twice.",
             "enum": ["stop", "error"],
             "default": "stop"
           },
@@ -1242,7 +1242,7 @@ public enum EmbeddedSchemas {
           "default": false
         },
         "onRepeatedCursor": {
-          "description": "When the source hands back the cursor it was just asked for, or the cursor of any earlier page since the last reset (a cycle): `stop` delivers the page with `hasNext: false` and says why in `lastError`; `error` fails the request (-32003) and stops the collection the same way. Either way no cursor is fetched twice.",
+          "description": "When the source hands back the cursor it was just asked for, or the cursor of any earlier page since the last reset in this process (a cycle; a state file does not keep them): `stop` delivers the page with `hasNext: false` and says why in `lastError`; `error` fails the request (-32003) and stops the collection the same way. Either way no cursor is fetched twice.",
           "enum": ["stop", "error"],
           "default": "stop"
         },

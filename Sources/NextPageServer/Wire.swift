@@ -116,10 +116,10 @@ struct Params {
     /// (`{"params": {...}, "progressToken": T}`).
     func progressToken(_ key: String) throws(RPCError) -> RawJSON? {
         let meta = object?["_meta"].flatMap { $0.kind == .object ? $0[key] : nil }
-        for value in [object?[key], meta, progressTokenBeside] {
+        for (field, value) in [(key, object?[key]), ("_meta." + key, meta), (key, progressTokenBeside)] {
             guard let value, !value.isNull else { continue }
             guard value.kind == .string || value.kind == .integer else {
-                throw .invalidParams(field: key, expected: "a string or an integer")
+                throw .invalidParams(field: field, expected: "a string or an integer")
             }
             return RawJSON(value)
         }

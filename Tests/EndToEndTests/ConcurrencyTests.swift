@@ -140,6 +140,19 @@ final class ConcurrencyTests: EndToEndTestCase {
         try server.finish()
     }
 
+    func testCancelRequestRightBehindABatchReachesItsMember() throws {
+        let (server, fifo) = try startWithBlockedFirstPage()
+        // The batch and the cancel arrive in one write: the member is
+        // registered before the cancel is handled.
+        try server.sendRaw(#"[{"jsonrpc":"2.0","id":1,"method":"loadNext","params":{"collection":"c"}}]"# + "\n"
+            + #"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"# + "\n")
+        try expectMatch(server.nextMessage(), #"[{"jsonrpc":"2.0","id":1,"error":\#(Self.cancelled)}]"#)
+        try fifo.replace(withFile: Self.page1)
+        try server.request("2", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"c","items":[{"id":1},{"id":2}],"page":1,"hasNext":true,"lastId":"p2","count":2}"#))
+        try server.finish()
+    }
+
     func testDifferentCollectionsLoadConcurrently() throws {
         let directory = try temporaryDirectory()
         let fifo = try makeFifo(directory + "/slow/first.json")

@@ -99,11 +99,17 @@ final class PagingOptionsTests: EndToEndTestCase {
     }
 
     func testAPageThatClaimsMoreWithoutACursorEndsAndSaysWhy() throws {
+        try claimsMoreWithoutACursor(extra: "")
+        // Not a repeated cursor: the page is delivered under `onRepeatedCursor: error` too.
+        try claimsMoreWithoutACursor(extra: #""onRepeatedCursor": "error""#)
+    }
+
+    func claimsMoreWithoutACursor(extra: String) throws {
         let server = try startServer(
             config: fileConfig(paging: #"""
                 {"strategy": "cursor", "items": "/data/nodes", "next": "/data/pageInfo/endCursor",
                  "hasNext": "/data/pageInfo/hasNextPage"}
-                """#),
+                """#, extra: extra),
             files: ["pages/first.json": #"{"data": {"nodes": ["a"], "pageInfo": {"endCursor": null, "hasNextPage": true}}}"#])
         try server.request("1", "loadNext", #"{"collection": "c"}"#)
         try expectMatch(server.reply("1"), rpcResult(1, #"""

@@ -156,8 +156,10 @@ final class HTTPRecordReplayTests: HTTPSourceTestCase {
             XCTAssertEqual(lines.map { $0?.pointer("/request/headers/X-Page-Token")?.string }, [nil, "h1", "h2"])
 
             // Every request has the same URL: the header tells them apart, also after a reset.
-            let replay = ReplayTransport(file: file, redactor: redactor)
-            let offline = collection(source, paging, transport: replay, retryPolicy: .immediate)
+            let replay = ReplayTransport(file: file, redactor: redactor, cursorHeaders: HTTPRedactor.pagingHeaderNames(paging))
+            // Other headers are not compared: a changed Accept still replays.
+            let changed = HTTPSource(url: source.url, headers: [("Accept", "application/vnd.feed+json")])
+            let offline = collection(changed, paging, transport: replay, retryPolicy: .immediate)
             let replayed = try await loadAll(offline)
             XCTAssertEqual(replayed.ids, ["first", "second", "third"])
             await offline.reset()
