@@ -177,4 +177,20 @@ final class HTTPPartsTests: XCTestCase {
         let relative = try request(.string("/q?page=3"), Paging(strategy: .nextUrl))
         XCTAssertEqual(relative.url, "https://h/q?page=3")
     }
+
+    func testTheCursorAndPageSizeReplaceQueryItemsOfTheSameName() throws {
+        let source = HTTPSource(url: "https://h/p", query: [("cursor", "init"), ("limit", "5"), ("q", "x")])
+        let client = HTTPPageClient(source: source, transport: ReplayTransport(file: "/nonexistent"))
+        func url(_ cursor: Cursor?, _ paging: Paging, pageSize: Int? = nil, pageSizeParam: String? = nil) throws -> String {
+            try client.exchangeRequest(for: PageRequest(
+                cursor: cursor, isFirstPage: cursor == nil, paging: paging,
+                options: CollectionOptions(pageSize: pageSize, pageSizeParam: pageSizeParam))).url
+        }
+        // The first page sends the query as configured.
+        XCTAssertEqual(try url(nil, Paging(strategy: .cursor)), "https://h/p?cursor=init&limit=5&q=x")
+        XCTAssertEqual(try url(.string("n1"), Paging(strategy: .cursor), pageSize: 3, pageSizeParam: "limit"), "https://h/p?q=x&cursor=n1&limit=3")
+        XCTAssertEqual(
+            try url(.integer(40), Paging(strategy: .offset, param: "cursor", limitParam: "limit"), pageSize: 20),
+            "https://h/p?q=x&cursor=40&limit=20")
+    }
 }

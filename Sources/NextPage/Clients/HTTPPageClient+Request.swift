@@ -37,7 +37,8 @@ extension HTTPPageClient {
     /// `paging` says: query parameter values are percent-encoded outside
     /// `A-Z a-z 0-9 - . _ ~`, bodies and headers carry the cursor verbatim (a
     /// JSON string, or a number for `page` and `offset`). `pageSize` goes as
-    /// `pageSizeParam`, and as `paging.limitParam` for `offset`. A next-page
+    /// `pageSizeParam`, and as `paging.limitParam` for `offset`; the cursor
+    /// and the page size replace a `source.query` item of the same name. A next-page
     /// URL (`link`, `nextUrl`) is followed as given, except that it gets
     /// `pageSizeParam` when it lacks one, so every request asks for `pageSize`.
     ///
@@ -60,10 +61,15 @@ extension HTTPPageClient {
             url = HTTPURL.encodeIllegal(next)
         } else {
             var items = source.query
+            // The cursor and the page size replace a `query` item of the same name.
+            func set(_ name: String, _ value: String) {
+                items.removeAll { $0.name == name }
+                items.append((name, value))
+            }
             if let cursor = request.cursor {
                 switch CursorPlacement(paging) {
                 case .query(let name):
-                    items.append((name, cursor.text))
+                    set(name, cursor.text)
                 case .body(let pointer):
                     let root = body ?? JSON.object()
                     let value: JSON = switch cursor {
@@ -85,9 +91,9 @@ extension HTTPPageClient {
                 }
             }
             if let size = request.pageSize {
-                if paging.strategy == .offset { items.append((paging.limitParam, String(size))) }
+                if paging.strategy == .offset { set(paging.limitParam, String(size)) }
                 if let name = request.pageSizeParam, !(paging.strategy == .offset && name == paging.limitParam) {
-                    items.append((name, String(size)))
+                    set(name, String(size))
                 }
             }
             url = HTTPURL.encodeIllegal(HTTPURL.settingQueryItems(items, in: source.url))
