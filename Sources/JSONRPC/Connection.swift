@@ -470,22 +470,23 @@ private final class RequestTracker: @unchecked Sendable {
 
     /// A member of a batch finished (before the batch does).
     func memberFinished(_ token: Int) {
-        condition.locked {
-            requests[token] = nil
-            stopped.remove(token)
-            cancelledByClient.remove(token)
-        }
+        condition.locked { forget(token) }
     }
 
     /// A request finished; returns whether the drain wants to hear of it.
     func finished(_ token: Int) -> Bool {
         condition.locked {
-            requests[token] = nil
-            stopped.remove(token)
-            cancelledByClient.remove(token)
+            forget(token)
             release()
             return draining
         }
+    }
+
+    /// Drops what is known of request `token`; call inside `locked`.
+    private func forget(_ token: Int) {
+        requests[token] = nil
+        stopped.remove(token)
+        cancelledByClient.remove(token)
     }
 
     private func release() {

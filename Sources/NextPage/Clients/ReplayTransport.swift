@@ -109,19 +109,7 @@ public actor ReplayTransport: HTTPTransport {
         guard let json = try? JSON.parse(line), let request = json["request"], let response = json["response"],
               let method = request["method"]?.string, let url = request["url"]?.string,
               let status = response["status"]?.integer else { return nil }
-        var headers: [(name: String, value: String)] = []
-        for (name, value) in response["headers"]?.members ?? [] {
-            if let text = value.string {
-                headers.append((name, text))
-            } else if value.kind == .array {
-                for element in value.elements {
-                    guard let text = element.string else { return nil }
-                    headers.append((name, text))
-                }
-            } else {
-                return nil
-            }
-        }
+        guard let headers = recordedHeaders(response["headers"]) else { return nil }
         let body: [UInt8]
         switch response["body"] {
         case nil: body = []
@@ -129,18 +117,8 @@ public actor ReplayTransport: HTTPTransport {
         }
         var requestHeaders: [String: String]?
         if let recorded = request["headers"], !recorded.isNull {
-            guard recorded.kind == .object else { return nil }
-            var byName: [String: String] = [:]
-            for (name, value) in recorded.members {
-                if let text = value.string {
-                    byName[name.lowercased()] = text
-                } else if value.kind == .array, value.elements.allSatisfy({ $0.string != nil }) {
-                    byName[name.lowercased()] = value.elements.compactMap(\.string).joined(separator: ", ")
-                } else {
-                    return nil
-                }
-            }
-            requestHeaders = byName
+            guard recorded.kind == .object, let list = recordedHeaders(recorded) else { return nil }
+            requestHeaders = byName(list)
         }
         let requestBody = request["body"].flatMap { $0.isNull ? nil : $0 }
         return Entry(
@@ -160,6 +138,33 @@ public actor ReplayTransport: HTTPTransport {
         return parts.text
     }
 
+    /// Headers as a recording holds them: an object whose values are strings,
+    /// or arrays of strings (one header per value); `nil` when malformed.
+    private static func recordedHeaders(_ object: JSON?) -> [(name: String, value: String)]? {
+        var headers: [(name: String, value: String)] = []
+        for (name, value) in object?.members ?? [] {
+            if let text = value.string {
+                headers.append((name, text))
+            } else if value.kind == .array {
+                for element in value.elements {
+                    guard let text = element.string else { return nil }
+                    headers.append((name, text))
+                }
+            } else {
+                return nil
+            }
+        }
+        return headers
+    }
+
+    /// Headers by lowercased name, repeated ones joined with ", " (as
+    /// `RecordingTransport` writes them).
+    private static func byName(_ headers: [(name: String, value: String)]) -> [String: String] {
+        var values: [String: [String]] = [:]
+        for header in headers { values[header.name.lowercased(), default: []].append(header.value) }
+        return values.mapValues { $0.joined(separator: ", ") }
+    }
+
     /// Whether the headers named in `names` were sent as recorded: the same
     /// value, or absent on both sides. A recording without request headers
     /// matches any.
@@ -167,10 +172,8 @@ public actor ReplayTransport: HTTPTransport {
         _ recorded: [String: String]?, _ sent: [(name: String, value: String)], comparing names: Set<String>
     ) -> Bool {
         guard let recorded else { return true }
-        return names.allSatisfy { name in
-            let values = sent.filter { $0.name.lowercased() == name }.map(\.value)
-            return recorded[name] == (values.isEmpty ? nil : values.joined(separator: ", "))
-        }
+        let sent = byName(sent)
+        return names.allSatisfy { recorded[$0] == sent[$0] }
     }
 
     private static func sameBody(_ recorded: JSON?, _ sent: JSON?) -> Bool {
