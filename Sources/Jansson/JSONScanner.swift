@@ -46,6 +46,18 @@ public enum JSONScanner {
         return found
     }
 
+    /// The bytes of the value at the JSON Pointer `tokens` in `text`, as
+    /// they are written there (whitespace inside the value kept).
+    ///
+    /// Returns `nil` when nothing is found there or when the scanner cannot
+    /// vouch for the text; a later duplicate key wins, as in jansson.
+    public static func valueRange(at tokens: [String], in text: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
+        guard let base = text.baseAddress, !text.isEmpty else { return nil }
+        var scanner = Scanner(base: base, end: text.count, locating: true)
+        let keys = tokens.map { Array($0.utf8) }
+        return scanner.descend(keys[...], from: 0, depth: 0)?.located
+    }
+
     /// Compacts one JSON value (removes whitespace outside strings).
     ///
     /// Returns `nil` when the bytes are not one value the scanner can
@@ -65,9 +77,14 @@ public enum JSONScanner {
 private struct Scanner {
     let base: UnsafePointer<UInt8>
     let end: Int
+    /// Whether the target's bytes are located (`Outcome.located`) rather
+    /// than compacted as an array (`Outcome.found`).
+    var locating = false
 
     struct Outcome {
         var found: JSONScanner.CompactArray?
+        /// Where the target is in the text, when locating.
+        var located: Range<Int>?
         /// Index just past the value that was descended into.
         var end: Int
     }
@@ -79,9 +96,9 @@ private struct Scanner {
         let i = skipWhitespace(start)
         guard i < end else { return nil }
         guard let token = tokens.first else {
-            guard base[i] == Byte.openBracket else {
+            guard !locating, base[i] == Byte.openBracket else {
                 guard let valueEnd = skipValue(from: i) else { return nil }
-                return Outcome(found: nil, end: valueEnd)
+                return Outcome(found: nil, located: locating ? i..<valueEnd : nil, end: valueEnd)
             }
             var bytes = [UInt8]()
             var elements = Elements()
@@ -97,6 +114,7 @@ private struct Scanner {
             var j = skipWhitespace(i + 1)
             guard j < end else { return nil }
             var found: JSONScanner.CompactArray?
+            var located: Range<Int>?
             if base[j] == Byte.closeBrace { return Outcome(found: nil, end: j + 1) }
             while true {
                 guard j < end, base[j] == Byte.quote, let key = scanString(from: j) else { return nil }
@@ -109,13 +127,14 @@ private struct Scanner {
                     // A later duplicate key replaces this value, as in jansson.
                     guard let outcome = descend(rest, from: j, depth: depth + 1) else { return nil }
                     found = outcome.found
+                    located = outcome.located
                     j = outcome.end
                 } else {
                     guard let valueEnd = skipValue(from: j) else { return nil }
                     j = valueEnd
                 }
                 guard let next = afterMember(j, closing: Byte.closeBrace) else { return nil }
-                if next.closed { return Outcome(found: found, end: next.index) }
+                if next.closed { return Outcome(found: found, located: located, end: next.index) }
                 j = next.index
             }
         case Byte.openBracket:
@@ -127,11 +146,13 @@ private struct Scanner {
             guard j < end else { return nil }
             if base[j] == Byte.closeBracket { return Outcome(found: nil, end: j + 1) }
             var found: JSONScanner.CompactArray?
+            var located: Range<Int>?
             var position = 0
             while true {
                 if position == index {
                     guard let outcome = descend(rest, from: j, depth: depth + 1) else { return nil }
                     found = outcome.found
+                    located = outcome.located
                     j = outcome.end
                 } else {
                     guard let valueEnd = skipValue(from: j) else { return nil }
@@ -139,7 +160,7 @@ private struct Scanner {
                 }
                 position += 1
                 guard let next = afterMember(j, closing: Byte.closeBracket) else { return nil }
-                if next.closed { return Outcome(found: found, end: next.index) }
+                if next.closed { return Outcome(found: found, located: located, end: next.index) }
                 j = next.index
             }
         default:

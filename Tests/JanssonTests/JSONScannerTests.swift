@@ -163,4 +163,25 @@ final class JSONScannerTests: XCTestCase {
         XCTAssertEqual(Array(" 12 ".utf8).withUnsafeBufferPointer(JSONScanner.compact).map { String(decoding: $0, as: UTF8.self) }, "12")
         XCTAssertNil(Array("1 2".utf8).withUnsafeBufferPointer(JSONScanner.compact))
     }
+
+    private func located(_ text: String, at pointer: String) -> String? {
+        let bytes = Array(text.utf8)
+        let range = bytes.withUnsafeBufferPointer { JSONScanner.valueRange(at: JSONPointer.tokens(pointer)!, in: $0) }
+        return range.map { String(decoding: bytes[$0], as: UTF8.self) }
+    }
+
+    func testValueRangeGivesAValueAsWritten() {
+        let text = #"{"request": {"body": null}, "response": {"status": 200, "body": {"items": [1.10, -0, 1e2, "\u00e9"] }, "z": 1}}"#
+        XCTAssertEqual(located(text, at: "/response/body"), #"{"items": [1.10, -0, 1e2, "\u00e9"] }"#)
+        XCTAssertEqual(located(text, at: "/response/body/items/0"), "1.10")
+        XCTAssertEqual(located(text, at: "/response/body/items/3"), #""\u00e9""#)
+        XCTAssertEqual(located(text, at: "/request/body"), "null")
+        XCTAssertEqual(located(text, at: "/response/status"), "200")
+        XCTAssertEqual(located(" [ [1] , 2 ] ", at: ""), "[ [1] , 2 ]")
+        // The last of duplicate keys, as in jansson; nothing where nothing is.
+        XCTAssertEqual(located(#"{"a": [1], "a": {"b": 2}}"#, at: "/a"), #"{"b": 2}"#)
+        XCTAssertNil(located(#"{"a": 1}"#, at: "/b"))
+        XCTAssertNil(located(#"{"a": [1]}"#, at: "/a/1"))
+        XCTAssertNil(located(#"{"a": [1, "#, at: "/a"))
+    }
 }

@@ -99,6 +99,45 @@ final class HTTPRecordReplayTests: HTTPSourceTestCase {
         }
     }
 
+    func testABodyIsRecordedAndReplayedWithTheServersNumbersAndEscapes() async throws {
+        let directory = try temporaryDirectory()
+        let item = #"{"id": 1, "price": 1.10, "zero": -0, "n": 1e2, "big": 12345678901234567, "s": "caf\u00e9 \/ é"}"#
+        try await withServer({ _ in .json(#"{"items": [\#(item)], "next_cursor": null}"#) }) { server, transport in
+            let source = HTTPSource(url: server.baseURL + "/items")
+            let paging = Paging(strategy: .cursor)
+            let file = RecordingTransport.file(directory: directory, collection: "exact")
+            let recording = RecordingTransport(wrapping: transport, file: file, redactor: HTTPRedactor())
+            let live = try await collection(source, paging, transport: recording).loadNext()
+            let expected = #"{"id":1,"price":1.10,"zero":-0,"n":1e2,"big":12345678901234567,"s":"caf\u00e9 \/ é"}"#
+            XCTAssertEqual(live.items.map(\.description), [expected])
+            XCTAssertTrue(read(file).contains(expected), read(file))
+
+            let replayed = try await collection(source, paging, transport: ReplayTransport(file: file), retryPolicy: .immediate).loadNext()
+            XCTAssertEqual(replayed.items.map(\.description), [expected], "replay forwards the recorded bytes")
+        }
+        // A hand-written recording with whitespace in its body replays the body's own bytes too.
+        let handWritten = directory + "/hand.jsonl"
+        write(#"{"request": {"method": "GET", "url": "http://127.0.0.1:9/p"}, "response": {"status": 200, "headers": {}, "body": {"items": [ {"v": 2.50} ], "next_cursor": null}}}"# + "\n", to: handWritten)
+        let page = try await collection(
+            HTTPSource(url: "http://127.0.0.1:9/p"), Paging(strategy: .cursor), transport: ReplayTransport(file: handWritten), retryPolicy: .immediate
+        ).loadNext()
+        XCTAssertEqual(page.items.map(\.description), [#"{"v":2.50}"#])
+    }
+
+    func testASecretInABodyIsRedactedHoweverTheServerEscapedIt() async throws {
+        let directory = try temporaryDirectory()
+        let token = "tok/abc"
+        try await withServer({ _ in .json(#"{"items": [{"id": 1, "echo": "tok\/abc", "n": 1.10}], "next_cursor": null}"#) }) { server, transport in
+            let source = HTTPSource(url: server.baseURL + "/items", headers: [("Authorization", "Bearer \(token)")])
+            let file = RecordingTransport.file(directory: directory, collection: "escaped")
+            let recording = RecordingTransport(wrapping: transport, file: file, redactor: HTTPRedactor(source: source, exemptQueryNames: []))
+            _ = try await collection(source, Paging(strategy: .cursor), transport: recording).loadNext()
+            let text = read(file)
+            XCTAssertFalse(text.contains("abc"), text)
+            XCTAssertTrue(text.contains(#""echo":"[redacted]""#), text)
+        }
+    }
+
     func testARedirectIsRecordedWithTheURLThatAnsweredAndReplaysTheSame() async throws {
         let directory = try temporaryDirectory()
         try await withServer({ request in

@@ -12,8 +12,8 @@ import Logging
 ///
 ///     {"request": {"method", "url", "headers", "body"}, "response": {"status", "headers", "body"}}
 ///
-/// where a body is its JSON value when it is JSON (`null` for none) and a
-/// string otherwise, and headers are an object (repeated headers joined with
+/// where a body is its JSON value when it is JSON (as the server wrote it,
+/// compacted; `null` for none) and a string otherwise, and headers are an object (repeated headers joined with
 /// ", "); the request's headers are what it sent (a cursor sent in a header,
 /// `paging.header`, is how replay tells its requests apart); `response.url` is added when a redirect made the answering URL
 /// differ from the request's. Secret headers, secret query values and the source's known secret
@@ -65,21 +65,30 @@ public struct RecordingTransport: HTTPTransport {
                 "method": .string(request.method),
                 "url": .string(redactor.url(request.url)),
                 "headers": Self.headerObject(redactor.headers(request.headers)),
-                "body": request.body.map(Self.bodyValue) ?? .null,
+                "body": request.body.map { Self.bodyValue($0, redactor: redactor) } ?? .null,
             ]),
             "response": .object([
                 "status": .integer(response.status),
                 "url": response.url == request.url ? nil : .string(redactor.url(response.url)),
                 "headers": Self.headerObject(redactor.headers(response.headers)),
-                "body": Self.bodyValue(response.body),
+                "body": Self.bodyValue(response.body, redactor: redactor),
             ]),
         ])
     }
 
-    /// A body as recorded: its JSON value, or a string when it is not JSON
-    /// (or is a JSON string, kept as its text so replay gives the same bytes).
-    static func bodyValue(_ bytes: [UInt8]) -> RawJSON {
-        if let json = try? JSON.parse(bytes), json.kind != .string { return RawJSON(json) }
+    /// A body as recorded: its JSON value, written as the server wrote it
+    /// (whitespace outside strings removed, numbers and escapes untouched, so
+    /// `1.10` stays `1.10`), or a string when it is not JSON (or is a JSON
+    /// string, kept as its text so replay gives the same bytes).
+    /// A body holding a known secret is written by jansson instead, so that
+    /// the scrub finds it however the server escaped it (`\/`, `\u0041`).
+    static func bodyValue(_ bytes: [UInt8], redactor: HTTPRedactor) -> RawJSON {
+        if let json = try? JSON.parse(bytes), json.kind != .string {
+            let dumped = RawJSON(json)
+            guard redactor.scrub(dumped.bytes) == dumped.bytes,
+                  let compacted = bytes.withUnsafeBufferPointer({ JSONScanner.compact($0) }) else { return dumped }
+            return RawJSON(trusted: compacted)
+        }
         return .string(String(decoding: bytes, as: UTF8.self))
     }
 

@@ -113,7 +113,12 @@ public actor ReplayTransport: HTTPTransport {
         let body: [UInt8]
         switch response["body"] {
         case nil: body = []
-        case let value?: body = value.kind == .string ? Array((value.string ?? "").utf8) : value.dump()
+        case let value? where value.kind == .string: body = Array((value.string ?? "").utf8)
+        case let value?:
+            // The body's own bytes, so a replay forwards `1.10` and `-0` as
+            // they were recorded, not as jansson would write them again.
+            let range = line.withUnsafeBufferPointer { JSONScanner.valueRange(at: ["response", "body"], in: $0) }
+            body = range.map { Array(line[$0]) } ?? value.dump()
         }
         var requestHeaders: [String: String]?
         if let recorded = request["headers"], !recorded.isNull {
