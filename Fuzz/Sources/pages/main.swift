@@ -13,7 +13,8 @@
 // control byte (they go out on NDJSON lines). `advance` never continues
 // without a cursor, and the counting strategies move by what they counted.
 // Every jansson value made while decoding is released (the live block count
-// is back where it was after each input).
+// is back where it was after each input). The bytes the scanner locates at
+// the items pointer are the value jansson finds there.
 import FuzzSupport
 import Jansson
 @testable import NextPage
@@ -74,6 +75,19 @@ private func checkAdvance(_ page: UpstreamPage, _ request: PageRequest, loadedBe
     return advance
 }
 
+/// The bytes `JSONScanner.valueRange` names (as replay reads a recorded
+/// body) are the value jansson finds at the same pointer.
+private func checkLocated(_ body: [UInt8], _ pointer: String) {
+    guard let tokens = JSONPointer.tokens(pointer), let whole = try? JSON.parse(body) else { return }
+    guard let range = body.withUnsafeBufferPointer({ JSONScanner.valueRange(at: tokens, in: $0) }) else { return }
+    guard let expected = whole.pointer(pointer) else {
+        fuzzCheck(false, "located \(range) at \(pointer) where jansson finds nothing")
+        return
+    }
+    let located = try? JSON.parse(Array(body[range]))
+    fuzzCheck(located?.isEqual(to: expected) == true, "located \(body[range]) at \(pointer), not jansson's value")
+}
+
 /// Counts jansson's blocks, from the first input on.
 private let counting: Void = JanssonAllocations.startCounting()
 
@@ -103,6 +117,7 @@ private func decodeAndCompare(_ data: UnsafePointer<UInt8>?, _ size: Int) {
     }
     let body = input.rest()
 
+    checkLocated(body, items)
     let paging = Paging(strategy: strategy, items: items, next: next, id: id, hasNext: hasNext, total: total)
     let options = CollectionOptions(pageSize: flags & 1 != 0 ? Int(flags >> 4) : nil, dedupe: flags & 2 != 0)
     let request = PageRequest(cursor: cursor, isFirstPage: flags & 4 != 0, paging: paging, options: options)
