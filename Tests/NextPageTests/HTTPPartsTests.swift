@@ -19,6 +19,16 @@ final class HTTPPartsTests: XCTestCase {
         XCTAssertEqual(HTTPURL.encodeIllegal("http://h/a b?q=ü&r=100%&s=%zz|"), "http://h/a%20b?q=%C3%BC&r=100%25&s=%25zz%7C")
     }
 
+    func testEncodeIllegalEncodesBracketsOutsideAnIPv6Host() {
+        // Raw brackets in a query made the HTTP client encode the whole query again (`%2B` as `%252B`).
+        XCTAssertEqual(HTTPURL.encodeIllegal("http://h/x?filter[state]=open&c=a%2Bb"), "http://h/x?filter%5Bstate%5D=open&c=a%2Bb")
+        XCTAssertEqual(HTTPURL.encodeIllegal("http://[::1]:8080/p[1]?a=[]#f[2]"), "http://[::1]:8080/p%5B1%5D?a=%5B%5D#f%5B2%5D")
+        XCTAssertEqual(HTTPURL.encodeIllegal("https://u@[fe80::1]?page[n]=2"), "https://u@[fe80::1]?page%5Bn%5D=2")
+        XCTAssertEqual(HTTPURL.encodeIllegal("//[::1]/a[b]"), "//[::1]/a%5Bb%5D")
+        XCTAssertEqual(HTTPURL.encodeIllegal("/n?page[number]=2"), "/n?page%5Bnumber%5D=2")
+        XCTAssertEqual(HTTPURL.encodeIllegal("http://h/x?page%5Bsize%5D=5"), "http://h/x?page%5Bsize%5D=5")
+    }
+
     func testResolveFollowsRFC3986Examples() {
         let base = "http://a/b/c/d;p?q"
         let cases: [(String, String)] = [
@@ -41,6 +51,11 @@ final class HTTPPartsTests: XCTestCase {
         XCTAssertEqual(
             HTTPURL.settingQueryItems([("a", "3"), ("c", "+")], in: "http://h/p?a=1&b=%2F&a=2&flag"),
             "http://h/p?a=3&b=%2F&flag&c=%2B")
+        // Names are compared decoded, however the URL's author wrote them.
+        XCTAssertEqual(HTTPURL.settingQueryItems([("$skip", "3"), ("$top", "3")], in: "http://h/users?$skip=0"), "http://h/users?%24skip=3&%24top=3")
+        XCTAssertEqual(
+            HTTPURL.settingQueryItems([("page[size]", "5")], in: "http://h/p?page[size]=9&page%5bsize%5d=8&x=1"),
+            "http://h/p?page%5Bsize%5D=5&x=1")
     }
 
     func testIsHTTP() {

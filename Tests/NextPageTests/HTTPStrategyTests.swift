@@ -74,6 +74,33 @@ final class HTTPStrategyTests: HTTPSourceTestCase {
         }
     }
 
+    func testBracketsAndDollarNamesInTheURLKeepTheCursorEncodedOnce() async throws {
+        try await withServer({ request in
+            if request.path == "/n" || request.queryValue("cursor") != nil || request.uri.hasSuffix("skip=1&%24top=1") {
+                return .json(#"{"items": \#(Self.items([2])), "next_cursor": null, "next": null}"#)
+            }
+            return .json(#"{"items": \#(Self.items([1])), "next_cursor": "a+b", "next": "/n?page[number]=2&q=a%2Bb"}"#)
+        }) { server, transport in
+            // JSON:API-style brackets: the cursor went out as `a%252Bb` when the client encoded the query again.
+            let source = HTTPSource(url: server.baseURL + "/x?filter[state]=open")
+            let cursor = try await loadAll(collection(source, Paging(strategy: .cursor), transport: transport))
+            XCTAssertEqual(cursor.ids, ["1", "2"])
+            XCTAssertEqual(server.requests.map(\.uri), ["/x?filter%5Bstate%5D=open", "/x?filter%5Bstate%5D=open&cursor=a%2Bb"])
+
+            let next = try await loadAll(collection(source, Paging(strategy: .nextUrl, next: "/next"), transport: transport))
+            XCTAssertEqual(next.ids, ["1", "2"])
+            XCTAssertEqual(server.requests.last?.uri, "/n?page%5Bnumber%5D=2&q=a%2Bb")
+
+            // OData-style `$skip` in the URL is replaced by the offset, not sent twice.
+            let odata = HTTPSource(url: server.baseURL + "/users?$skip=0")
+            let offset = collection(
+                odata, Paging(strategy: .offset, param: "$skip", limitParam: "$top"), options: CollectionOptions(pageSize: 1), transport: transport)
+            _ = try await offset.loadNext()
+            _ = try await offset.loadNext()
+            XCTAssertEqual(server.requests.suffix(2).map(\.uri), ["/users?%24skip=0&%24top=1", "/users?%24skip=1&%24top=1"])
+        }
+    }
+
     // MARK: lastId
 
     func testLastIdStrategyWithHasNextPointerAndPageSize() async throws {

@@ -95,13 +95,17 @@ public enum HTTPURL {
     }
 
     /// Percent-encodes only the bytes that can never appear in a URI (controls,
-    /// space, non-ASCII, `"<>\^`{|}` and a `%` that starts no escape), leaving
-    /// everything else exactly as given: how a next-page URL from a page or a
-    /// `Link` header is made sendable without changing what it names.
+    /// space, non-ASCII, `"<>\^`{|}`, a `%` that starts no escape, and `[`
+    /// `]` outside an IPv6 host), leaving everything else exactly as given:
+    /// how a next-page URL from a page or a `Link` header is made sendable
+    /// without changing what it names. (`page[size]=5` goes out as
+    /// `page%5Bsize%5D=5`, which servers read as the same name; left raw,
+    /// the HTTP client would encode the whole query again, `%2B` included.)
     public static func encodeIllegal(_ url: String) -> String {
         let bytes = Array(url.utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
+        let afterAuthority = authorityEnd(bytes)
         for (index, byte) in bytes.enumerated() {
             let legal: Bool
             switch byte {
@@ -109,12 +113,30 @@ public enum HTTPURL {
                 legal = index + 2 < bytes.count && isHex(bytes[index + 1]) && isHex(bytes[index + 2])
             case 0...0x20, 0x7F...0xFF:
                 legal = false
+            case UInt8(ascii: "["), UInt8(ascii: "]"):
+                legal = index < afterAuthority
             default:
                 legal = !"\"<>\\^`{|}".utf8.contains(byte)
             }
             if legal { out.append(byte) } else { appendEscape(byte, to: &out) }
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The index where the path starts in a URL with an authority
+    /// (`scheme://host[:port]`), 0 in one without.
+    private static func authorityEnd(_ bytes: [UInt8]) -> Int {
+        let slashes = Array("//".utf8)
+        let start: Int
+        if bytes.starts(with: slashes) {
+            start = 2
+        } else if let colon = bytes.firstIndex(where: { "/?#:".utf8.contains($0) }), bytes[colon] == UInt8(ascii: ":"),
+                  bytes[(colon + 1)...].starts(with: slashes) {
+            start = colon + 3
+        } else {
+            return 0
+        }
+        return bytes[start...].firstIndex { "/?#".utf8.contains($0) } ?? bytes.count
     }
 
     private static func isUnreserved(_ byte: UInt8) -> Bool {
@@ -144,8 +166,8 @@ public enum HTTPURL {
     // MARK: Query items
 
     /// `url` with query items set: each item whose name is already in the
-    /// query replaces the first item of that name in place (later ones of
-    /// that name are dropped), the others are appended in order. Names and
+    /// query (compared percent-decoded: `$skip` is `%24skip`) replaces the
+    /// first item of that name in place (later ones of that name are dropped), the others are appended in order. Names and
     /// values are encoded with `encodeComponent`; existing items are kept
     /// byte for byte. The fragment, which is never sent, is dropped.
     public static func settingQueryItems(_ items: [(name: String, value: String)], in url: String) -> String {
@@ -158,7 +180,8 @@ public enum HTTPURL {
         for (name, value) in items {
             let encodedName = encodeComponent(name)
             let item = encodedName + "=" + encodeComponent(value)
-            let matches = existing.indices.filter { queryName(existing[$0]) == encodedName }
+            let wanted = Array(name.utf8)
+            let matches = existing.indices.filter { percentDecoded(queryName(existing[$0])) == wanted }
             if let first = matches.first {
                 existing[first] = item
                 for index in matches.dropFirst().reversed() { existing.remove(at: index) }
