@@ -57,9 +57,9 @@ public enum ServerLauncher {
     public static func loadConfig(_ path: String, validator: DefinitionValidator) throws -> [(name: String, definition: CollectionDefinition)] {
         let bytes: [UInt8]
         do {
-            bytes = try readFile(path)
+            bytes = try readFile(path, limit: maxConfigBytes)
         } catch {
-            throw ConfigError(path: path, reason: "cannot read: \(String(cString: strerror(error.code)))")
+            throw ConfigError(path: path, reason: "cannot read: \(error.description)")
         }
         let json: JSON
         do {
@@ -168,30 +168,56 @@ public enum ServerLauncher {
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
-    struct ReadError: Error { let code: Int32 }
+    struct ReadError: Error {
+        let code: Int32
+        var reason: String?
 
-    /// Reads a whole file (for the commands that read transcripts and state files).
+        /// What went wrong, for an error message.
+        var description: String { reason ?? String(cString: strerror(code)) }
+    }
+
+    /// The most bytes read from a config or state file.
+    public static let maxConfigBytes = 64 << 20
+    /// The most bytes read from a transcript.
+    public static let maxTranscriptBytes = 1 << 30
+
+    /// Reads a whole transcript.
     public static func contents(of path: String) throws(ConfigError) -> [UInt8] {
         do {
-            return try readFile(path)
+            return try readFile(path, limit: maxTranscriptBytes)
         } catch {
-            throw ConfigError(path: path, reason: "cannot read: \(String(cString: strerror(error.code)))")
+            throw ConfigError(path: path, reason: "cannot read: \(error.description)")
         }
     }
 
-    static func readFile(_ path: String) throws(ReadError) -> [UInt8] {
-        guard let file = fopen(path, "rb") else { throw ReadError(code: errno) }
-        defer { fclose(file) }
+    /// Reads a whole file of at most `limit` bytes; with `regularOnly`, a
+    /// FIFO or device is refused. A FIFO is read until its writer is done
+    /// (`--config <(...)`); one with no writer reads as empty. Nothing is
+    /// read without end: `/dev/zero` fails at the limit.
+    static func readFile(_ path: String, limit: Int, regularOnly: Bool = false) throws(ReadError) -> [UInt8] {
+        // O_NONBLOCK: a FIFO is looked at before anything waits for its writer.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { throw ReadError(code: errno) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw ReadError(code: errno) }
+        let kind = info.st_mode & S_IFMT
+        if kind == S_IFDIR { throw ReadError(code: EISDIR) }
+        if regularOnly && kind != S_IFREG { throw ReadError(code: EINVAL, reason: "not a regular file") }
+        let tooLarge = ReadError(code: EFBIG, reason: "larger than \(limit) bytes")
+        if kind == S_IFREG && Int(info.st_size) > limit { throw tooLarge }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let n = fread(&chunk, 1, chunk.count, file)
-            if n > 0 { bytes.append(contentsOf: chunk[0..<n]) }
-            if n < chunk.count {
-                if ferror(file) != 0 { throw ReadError(code: errno) }
-                break
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ReadError(code: errno)
             }
+            if n == 0 { return bytes }
+            guard n <= limit - bytes.count else { throw tooLarge }
+            bytes.append(contentsOf: chunk[0..<n])
         }
-        return bytes
     }
 }

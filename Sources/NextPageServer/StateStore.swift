@@ -93,11 +93,12 @@ public final class StateStore: @unchecked Sendable {
         guard !path.isEmpty, !path.hasSuffix("/") else { throw StateFileError(path: path, reason: "not a file name") }
         let bytes: [UInt8]?
         do {
-            bytes = try ServerLauncher.readFile(path)
+            // Regular files only: the state is replaced by renaming a new file over it.
+            bytes = try ServerLauncher.readFile(path, limit: ServerLauncher.maxConfigBytes, regularOnly: true)
         } catch where error.code == ENOENT {
             bytes = nil
         } catch {
-            throw StateFileError(path: path, reason: "cannot read: \(String(cString: strerror(error.code)))")
+            throw StateFileError(path: path, reason: "cannot read: \(error.description)")
         }
         let loaded = try bytes.map { bytes throws(StateFileError) in try Self.decode(bytes, path: path) } ?? [:]
         states = loaded

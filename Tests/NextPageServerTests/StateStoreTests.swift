@@ -81,6 +81,39 @@ final class StateStoreTests: XCTestCase {
         }
     }
 
+    func testAStateFileThatIsAFIFOOrADeviceIsRefusedWithoutWaiting() throws {
+        // Opening a FIFO for reading waited for a writer forever; /dev/zero was read until memory ran out.
+        let fifo = dir + "/state.fifo"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        XCTAssertThrowsError(try StateStore(path: fifo, commit: .immediately)) { error in
+            XCTAssertEqual("\(error)", "state file \(fifo): cannot read: not a regular file")
+        }
+        try FileManager.default.createSymbolicLink(atPath: dir + "/zero.json", withDestinationPath: "/dev/zero")
+        XCTAssertThrowsError(try StateStore(path: dir + "/zero.json", commit: .immediately)) { error in
+            XCTAssertEqual("\(error)", "state file \(dir)/zero.json: cannot read: not a regular file")
+        }
+    }
+
+    func testConfigAndTranscriptReadsStopAtTheirLimit() throws {
+        let validator = DefinitionValidator(baseDirectory: dir)
+        XCTAssertThrowsError(try ServerLauncher.loadConfig("/dev/zero", validator: validator)) { error in
+            XCTAssertEqual("\(error)", "/dev/zero: cannot read: larger than \(ServerLauncher.maxConfigBytes) bytes")
+        }
+        let big = dir + "/big.json"
+        XCTAssertTrue(FileManager.default.createFile(atPath: big, contents: Data(count: 1001)))
+        XCTAssertThrowsError(try ServerLauncher.readFile(big, limit: 1000)) { error in
+            XCTAssertEqual((error as? ServerLauncher.ReadError)?.description, "larger than 1000 bytes")
+        }
+        XCTAssertEqual(try ServerLauncher.readFile(big, limit: 1001).count, 1001)
+        // A FIFO nobody writes to reads as empty instead of waiting.
+        let fifo = dir + "/config.fifo"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        XCTAssertEqual(try ServerLauncher.readFile(fifo, limit: 1000), [])
+        XCTAssertThrowsError(try Transcript.read("/dev/zero")) { error in
+            XCTAssertTrue("\(error)".hasSuffix("cannot read: larger than \(ServerLauncher.maxTranscriptBytes) bytes"), "\(error)")
+        }
+    }
+
     func testImmediateCommitReplacesTheFileOnEveryChangeAndOnlyThen() throws {
         let path = dir + "/s.json"
         try Data(#"{"version":1,"collections":{"other":{"hasNext":false,"lastId":null,"count":2,"pages":1,"lastError":null}}}"#.utf8)

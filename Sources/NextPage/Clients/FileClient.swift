@@ -169,10 +169,10 @@ public struct FileClient: Client {
 
     /// Reads a whole file into memory, as a page is read (blocking: a FIFO
     /// until its writer has written and left).
-    static func readFile(_ path: String) -> Result<[UInt8], SystemError> {
-        switch openPage(path) {
+    static func readFile(_ path: String, limit: Int = .max) -> Result<[UInt8], SystemError> {
+        switch openPage(path, limit: limit) {
         case .read(let result): return result
-        case .stream(let fd): return readStream(fd)
+        case .stream(let fd): return readStream(fd, limit: limit)
         }
     }
 

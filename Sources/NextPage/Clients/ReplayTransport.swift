@@ -81,12 +81,17 @@ public actor ReplayTransport: HTTPTransport {
         return response
     }
 
+    /// The most bytes read from a recording (a symlink to `/dev/zero` is not read forever).
+    static let maxRecordingBytes = 1 << 30
+
     private func load() async {
         let path = file
         let read = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: FileClient.readFile(path)) }
+            DispatchQueue.global().async { continuation.resume(returning: FileClient.readFile(path, limit: Self.maxRecordingBytes)) }
         }
         switch read {
+        case .failure(let error) where error.code == SystemError.tooLarge:
+            loadFailure = "recording \(file) is larger than \(Self.maxRecordingBytes) bytes"
         case .failure(let error):
             loadFailure = "no recording \(file) (\(String(cString: strerror(error.code))))"
         case .success(let bytes):
