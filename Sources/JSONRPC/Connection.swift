@@ -126,6 +126,8 @@ public final class Connection: @unchecked Sendable {
         eventSink.yield(.stop)
         // The dispatch loop may be waiting for the peer to read: it must see the stop.
         writer.stopWaitingForRoom()
+        // Already flushing the last replies to a peer that does not read them: give up.
+        writer.abandonFlush()
     }
 
     /// Reads, dispatches and answers until end of input, `exit` or `stop()`,
@@ -158,7 +160,9 @@ public final class Connection: @unchecked Sendable {
             }
         }
         await drain()
-        writer.flush()
+        // A peer that stopped reading does not keep the process: the flush
+        // ends once nothing was taken for `drainTimeout` seconds.
+        writer.flush(idleTimeout: options.drainTimeout)
         return ending
     }
 
@@ -202,6 +206,12 @@ public final class Connection: @unchecked Sendable {
             }
             for frame in framer.finish() { sink.yield(.frame(frame)) }
             sink.yield(.endOfInput)
+            // Nothing more will be read: the requests already read are
+            // dispatched without waiting for the peer to read replies (one
+            // that stopped reading would hold them, and the exit, forever);
+            // the final flush gives up once the peer takes nothing for
+            // `drainTimeout` seconds.
+            writer.stopWaitingForRoom()
         }
     }
 
@@ -392,7 +402,9 @@ public final class Connection: @unchecked Sendable {
         // Ten ticks per timeout; a tick with no request finished since the
         // tenth tick before it ends the wait.
         let ticksPerTimeout = 10
-        let tick = Duration.milliseconds(max(1, Int(options.drainTimeout * 1000) / ticksPerTimeout))
+        // At most a day a tick: `--drain-timeout inf` (or 1e16) waits as long as work goes on.
+        let milliseconds = min(max(options.drainTimeout, 0) * 1000 / Double(ticksPerTimeout), 86_400_000)
+        let tick = Duration.milliseconds(max(1, Int(milliseconds.isNaN ? 1 : milliseconds)))
         let timer = Task { [eventSink] in
             while !Task.isCancelled {
                 do { try await Task.sleep(for: tick) } catch { return }

@@ -61,6 +61,12 @@ public enum IncomingMessage: Sendable {
         case invalid(String)
     }
 
+    /// The most members a batch may have. Each member runs as a request of
+    /// its own and the batch's reply is held until all are done, so a larger
+    /// batch (a few megabytes of `[1,1,...]`) is refused whole, with one
+    /// -32600 error, instead of taking gigabytes.
+    public static let maxBatchMembers = 10_000
+
     /// Parses and classifies a message body.
     public static func parse(_ body: [UInt8]) -> IncomingMessage {
         let json: JSON
@@ -70,8 +76,12 @@ public enum IncomingMessage: Sendable {
             return .parseError(error)
         }
         if json.kind == .array {
+            let count = json.count
+            if count == 0 { return .single(.invalid("empty batch")) }
+            if count > maxBatchMembers {
+                return .single(.invalid("a batch of \(count) members; at most \(maxBatchMembers) are allowed"))
+            }
             let elements = json.elements
-            if elements.isEmpty { return .single(.invalid("empty batch")) }
             return .batch(elements.map(entry))
         }
         return .single(entry(json))

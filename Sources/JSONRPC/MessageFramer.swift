@@ -36,7 +36,8 @@ public enum FrameEvent: Sendable, Equatable {
     /// End of input in the middle of a message (lsp: body shorter than Content-Length, or headers not finished).
     ///
     /// For a short body, `expected` is the Content-Length, `received` the number of body bytes that
-    /// arrived and `body` those bytes (empty when the body was being skipped as too large). For an
+    /// arrived and `body` those bytes (a body being skipped as too large, already reported by
+    /// `tooLarge`, gives no event). For an
     /// unfinished header block, `expected` is `nil`, `received` is the number of header bytes that
     /// arrived and `body` is empty.
     case truncated(expected: Int?, received: Int, body: [UInt8] = [])
@@ -530,7 +531,9 @@ public struct MessageFramer: Sendable {
         } else if length == 0 {
             events.append(.message([]))
         } else {
-            body.reserveCapacity(length)
+            // The length is only announced: room grows as bytes come, so a
+            // header that promises gigabytes takes nothing until they arrive.
+            body.reserveCapacity(min(length, 1 << 20))
             lspState = .body(length: length)
         }
     }
@@ -539,8 +542,9 @@ public struct MessageFramer: Sendable {
         switch lspState {
         case .body(let length):
             events.append(.truncated(expected: length, received: body.count, body: body))
-        case .skip(let length, let remaining):
-            events.append(.truncated(expected: length, received: length - remaining))
+        case .skip:
+            // Cut off while skipped as too large: `.tooLarge` answered it already (one reply a message).
+            break
         case .headers:
             let pendingBytes = partial.count + discardedCount
             if blockStarted {

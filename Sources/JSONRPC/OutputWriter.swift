@@ -47,6 +47,11 @@ public final class OutputWriter: @unchecked Sendable {
     private var roomWaiters: [(limit: Int, continuation: CheckedContinuation<Void, Never>)] = []
     /// Set by `stopWaitingForRoom()`: `room(limit:)` returns at once.
     private var roomUnlimited = false
+    /// Bytes handed to the kernel so far (a flush sees the reader make progress).
+    private var written = 0
+    /// Threads in `flush`; `abandonFlush()` ends their wait.
+    private var flushers = 0
+    private var flushAbandoned = false
     private let onBrokenPipe: @Sendable () -> Void
 
     /// Writes to `fd`; `onBrokenPipe` runs (on the writer thread) when the
@@ -144,13 +149,64 @@ public final class OutputWriter: @unchecked Sendable {
         for continuation in waiting { continuation.resume() }
     }
 
-    /// Blocks until everything queued has been written (or the stream broke).
-    public func flush() {
+    /// Blocks until everything queued has been written (or the stream
+    /// broke). With `idleTimeout`, gives up when the reader has taken
+    /// nothing for that many seconds; `abandonFlush()` ends it at once.
+    /// Returns whether everything was written.
+    @discardableResult
+    public func flush(idleTimeout: Double? = nil) -> Bool {
         condition.locked {
             waiters += 1
-            while (pending > 0 || writing) && !broken { condition.wait() }
-            waiters -= 1
+            flushers += 1
+            defer {
+                waiters -= 1
+                flushers -= 1
+            }
+            var lastWritten = written
+            var deadline = idleTimeout.map { Self.deadline(after: $0) }
+            while (pending > 0 || writing) && !broken {
+                if flushAbandoned { return false }
+                guard let timeout = idleTimeout, let until = deadline else {
+                    condition.wait()
+                    continue
+                }
+                condition.wait(until: until)
+                if written != lastWritten {
+                    lastWritten = written
+                    deadline = Self.deadline(after: timeout)
+                } else if Self.isPast(until) {
+                    return (pending == 0 && !writing) || broken
+                }
+            }
+            return !broken
         }
+    }
+
+    /// Ends a flush in progress (a second signal, a dead parent: nobody
+    /// will read what is left). Flushes started later are not affected.
+    public func abandonFlush() {
+        condition.locked { flushAbandoned = flushers > 0 }
+        condition.broadcast()
+    }
+
+    /// `seconds` from now on CLOCK_REALTIME, as `Condition.wait(until:)` takes it
+    /// (at most a day ahead).
+    private static func deadline(after seconds: Double) -> timespec {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let wait = min(max(seconds, 0), 86_400)
+        var deadline = timespec(tv_sec: now.tv_sec + Int(wait), tv_nsec: now.tv_nsec + Int((wait - wait.rounded(.down)) * 1e9))
+        if deadline.tv_nsec >= 1_000_000_000 {
+            deadline.tv_sec += 1
+            deadline.tv_nsec -= 1_000_000_000
+        }
+        return deadline
+    }
+
+    private static func isPast(_ deadline: timespec) -> Bool {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return now.tv_sec > deadline.tv_sec || (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec)
     }
 
     /// Most messages written with one `writev`.
@@ -243,6 +299,10 @@ public final class OutputWriter: @unchecked Sendable {
                     continue
                 }
                 return false
+            }
+            if n > 0 {
+                // Progress a flush waits for; a flusher wakes at its next deadline to see it.
+                condition.locked { self.written += n }
             }
             // Skip what was written; a vector written in part is advanced.
             var written = n

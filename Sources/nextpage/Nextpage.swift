@@ -95,6 +95,7 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         guard maxMessageBytes > 0 else { throw ValidationError("--max-message-bytes must be positive") }
+        guard !drainTimeout.isNaN else { throw ValidationError("--drain-timeout must be a number of seconds") }
         guard drainTimeout >= 0 else { throw ValidationError("--drain-timeout must not be negative") }
         if recordUpstream != nil && replayUpstream != nil {
             throw ValidationError("--record-upstream and --replay-upstream cannot be used together")

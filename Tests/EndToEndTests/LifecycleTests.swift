@@ -154,6 +154,43 @@ final class LifecycleTests: EndToEndTestCase {
         XCTAssertNotEqual(status, 0, "a closed stdout exits non-zero")
     }
 
+    /// A peer that stops reading its replies: the server's last writes block.
+    private func startServerNobodyReads(_ arguments: [String]) throws -> ServerHarness {
+        let server = try startServer(arguments: ["--drain-timeout", "1"] + arguments)
+        server.pauseReading()
+        for index in 0..<400 { try server.request("\(index)", "rpc.discover") }
+        XCTAssertTrue(server.waitUntilStdoutIsFull(timeout: 20), "the replies fill the pipe")
+        return server
+    }
+
+    func testSIGTERMEndsTheServerWhenStdoutIsNotRead() throws {
+        // The drain was done, and the final flush waited for a reader forever.
+        let server = try startServerNobodyReads([])
+        server.sendSignal(SIGTERM)
+        XCTAssertEqual(try server.waitForExit(timeout: 30), 0)
+        server.resumeReading()
+        server.kill()
+    }
+
+    func testEndOfInputEndsTheServerWhenStdoutIsNotRead() throws {
+        let server = try startServerNobodyReads([])
+        server.closeInput()
+        XCTAssertEqual(try server.waitForExit(timeout: 30), 0)
+        server.resumeReading()
+        server.kill()
+    }
+
+    func testAGoneParentEndsTheServerWhenStdoutIsNotRead() throws {
+        let watched = try spawnProcess(["/bin/sleep", "60"])
+        let server = try startServerNobodyReads(["--parent-pid", "\(watched)"])
+        _ = Glibc.kill(watched, SIGKILL)
+        var status: Int32 = 0
+        _ = waitpid(watched, &status, 0)
+        XCTAssertEqual(try server.waitForExit(timeout: 30), 0)
+        server.resumeReading()
+        server.kill()
+    }
+
     func testServerExitsWhenTheWatchedParentPidIsGone() throws {
         let watched = try spawnProcess(["/bin/sleep", "60"])
         var reaped = false
@@ -281,6 +318,21 @@ final class LifecycleTests: EndToEndTestCase {
         try expectMatch(server.reply("7"), #"{"jsonrpc":"2.0","id":7,"result":null}"#)
         try expectMatch(server.reply("8"), #"{"jsonrpc":"2.0","id":8,"error":{"code":-32801,"message":"<string>","data?":"<any>"}}"#)
         try server.finish()
+    }
+
+    func testAnEndlessDrainTimeoutDrainsAndExits() throws {
+        // `inf` (or 1e16) trapped converting the timeout to milliseconds, with a request in flight.
+        for timeout in ["inf", "1e16"] {
+            let server = try startServer(arguments: ["--drain-timeout", timeout])
+            try server.request("1", "loadNext", #"{"collection": "demo"}"#)
+            server.closeInput()
+            XCTAssertEqual(try server.reply("1")["result"]?["page"], .int(1))
+            XCTAssertEqual(try server.waitForExit(), 0, timeout)
+            try server.finish()
+        }
+        let nan = try runNextpage(["--drain-timeout", "nan"], in: try temporaryDirectory(), stdin: "")
+        XCTAssertEqual(nan.status, 64)
+        XCTAssertTrue(nan.stderr.contains("--drain-timeout must be a number of seconds"), nan.stderr)
     }
 
     func testEndOfInputDrainIsBoundedByDrainTimeout() throws {

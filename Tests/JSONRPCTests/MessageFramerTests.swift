@@ -284,9 +284,25 @@ final class MessageFramerTests: XCTestCase {
         var framer = MessageFramer(mode: .lsp)
         XCTAssertEqual(framer.feed(lspMessage("{}") + bytes("Content-Length: 10\r\n\r\n{\"a\"")), [message("{}")])
         XCTAssertEqual(framer.finish(), [.truncated(expected: 10, received: 4, body: bytes("{\"a\""))])
-        // Truncated while skipping an oversized body.
-        XCTAssertEqual(events(bytes("Content-Length: 50\r\n\r\n0123456789"), mode: .lsp, limit: 20),
-                       [.tooLarge(size: 50), .truncated(expected: 50, received: 10)])
+        // Truncated while skipping an oversized body: one event for the message, as with NDJSON.
+        XCTAssertEqual(events(bytes("Content-Length: 50\r\n\r\n0123456789"), mode: .lsp, limit: 20), [.tooLarge(size: 50)])
+    }
+
+    func testLSPAnnouncedLengthTakesNoMemoryUntilTheBytesCome() {
+        // With a limit this high, a 30 GB Content-Length was reserved at once and the allocation failed.
+        var framer = MessageFramer(mode: .lsp, maxMessageBytes: .max)
+        XCTAssertEqual(framer.feed(bytes("Content-Length: 30000000000\r\n\r\n{}")), [])
+        XCTAssertEqual(framer.finish(), [.truncated(expected: 30_000_000_000, received: 2, body: bytes("{}"))])
+    }
+
+    func testABatchOverTheMemberLimitIsRefusedWhole() {
+        let members = IncomingMessage.maxBatchMembers
+        let atLimit = "[" + Array(repeating: "1", count: members).joined(separator: ",") + "]"
+        guard case .batch(let entries) = IncomingMessage.parse(bytes(atLimit)) else { return XCTFail("a batch at the limit is a batch") }
+        XCTAssertEqual(entries.count, members)
+        let over = "[" + Array(repeating: "1", count: members + 1).joined(separator: ",") + "]"
+        guard case .single(.invalid(let reason)) = IncomingMessage.parse(bytes(over)) else { return XCTFail("one error for the whole batch") }
+        XCTAssertEqual(reason, "a batch of \(members + 1) members; at most \(members) are allowed")
     }
 
     func testLSPTruncatedHeadersAtFinish() {

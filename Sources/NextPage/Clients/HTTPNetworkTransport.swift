@@ -58,14 +58,27 @@ public final class HTTPNetworkTransport: HTTPTransport {
     }
 
     /// Shuts the AsyncHTTPClient down, if it was created; requests still in
-    /// flight fail, and so do later ones.
-    public func shutdown() async {
+    /// flight fail, and so do later ones. Waits at most `seconds`: a
+    /// connection attempt to a host that never answers holds the client's
+    /// shutdown until its connect timeout, and nothing needs to wait for it.
+    public func shutdown(waitingAtMost seconds: Double = 1) async {
         let running = state.withLockedValue { state -> HTTPClient? in
             defer { state = .shutDown }
             if case .running(let current) = state { return current }
             return nil
         }
-        try? await running?.shutdown()
+        guard let running else { return }
+        let (done, finish) = AsyncStream.makeStream(of: Void.self)
+        Task {
+            try? await running.shutdown()
+            finish.finish()
+        }
+        let timer = Task {
+            try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+            finish.finish()
+        }
+        for await _ in done {}
+        timer.cancel()
     }
 
     /// Sends the request; the whole attempt (connection, answer and body)
