@@ -138,6 +138,22 @@ final class HTTPRecordReplayTests: HTTPSourceTestCase {
         }
     }
 
+    func testASecretValueInsideANumberLeavesTheRecordingJSON() async throws {
+        // The scrub replaced `123456` inside the number 1234567: `"id":[redacted]7`, and replay refused the file.
+        let directory = try temporaryDirectory()
+        try await withServer({ _ in .json(#"{"items": [{"id": 1234567, "echo": "123456"}], "next_cursor": null}"#) }) { server, transport in
+            let source = HTTPSource(url: server.baseURL + "/items?api_key=123456")
+            let redactor = HTTPRedactor(source: source, exemptQueryNames: [])
+            let file = RecordingTransport.file(directory: directory, collection: "numbers")
+            _ = try await collection(source, Paging(strategy: .cursor), transport: RecordingTransport(wrapping: transport, file: file, redactor: redactor)).loadNext()
+            let line = try JSON.parse(String(read(file).split(separator: "\n")[0]))
+            XCTAssertEqual(line.pointer("/response/body/items/0/id")?.integer, 1_234_567)
+            XCTAssertEqual(line.pointer("/response/body/items/0/echo")?.string, "[redacted]")
+            let replayed = try await collection(source, Paging(strategy: .cursor), transport: ReplayTransport(file: file, redactor: redactor), retryPolicy: .immediate).loadNext()
+            XCTAssertEqual(Self.ids(replayed.items), ["1234567"])
+        }
+    }
+
     func testARedirectIsRecordedWithTheURLThatAnsweredAndReplaysTheSame() async throws {
         let directory = try temporaryDirectory()
         try await withServer({ request in

@@ -132,6 +132,39 @@ public struct HTTPRedactor: Sendable {
         return result == text ? bytes : Array(result.utf8)
     }
 
+    /// A JSON text with every known secret value replaced inside its
+    /// strings and keys, compared as decoded (however they were escaped);
+    /// numbers and structure are left alone, so it stays JSON. Unchanged
+    /// (byte for byte) when no string holds a secret.
+    public func scrub(json bytes: [UInt8]) -> [UInt8] {
+        guard !secrets.isEmpty, let json = try? JSON.parse(bytes) else { return scrub(bytes) }
+        var changed = false
+        let clean = Self.mappingStrings(json) { text in
+            let clean = scrub(text)
+            if clean != text { changed = true }
+            return clean
+        }
+        return changed ? clean.dump() : bytes
+    }
+
+    /// `value` with `transform` applied to every string and object key.
+    public static func mappingStrings(_ value: JSON, _ transform: (String) -> String) -> JSON {
+        switch value.kind {
+        case .string:
+            let text = value.string ?? ""
+            let mapped = transform(text)
+            return mapped == text ? value : .string(mapped)
+        case .array:
+            return .array(value.elements.map { mappingStrings($0, transform) })
+        case .object:
+            let copy = JSON.object()
+            for (key, member) in value.members { copy.set(transform(key), mappingStrings(member, transform)) }
+            return copy
+        default:
+            return value
+        }
+    }
+
     private static func replacing(_ needle: String, in text: String) -> String {
         var out = ""
         var rest = Substring(text)

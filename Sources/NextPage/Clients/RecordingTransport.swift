@@ -45,7 +45,7 @@ public struct RecordingTransport: HTTPTransport {
 
     public func perform(_ request: HTTPExchangeRequest, timeout: Double, maxBodyBytes: Int) async throws(HTTPTransportError) -> HTTPExchangeResponse {
         let response = try await inner.perform(request, timeout: timeout, maxBodyBytes: maxBodyBytes)
-        let line = redactor.scrub(record(request, response).bytes) + [UInt8(ascii: "\n")]
+        let line = redactor.scrub(json: record(request, response).bytes) + [UInt8(ascii: "\n")]
         let path = file
         let failure = await withCheckedContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(returning: Self.append(line, to: path)) }
@@ -65,13 +65,13 @@ public struct RecordingTransport: HTTPTransport {
                 "method": .string(request.method),
                 "url": .string(redactor.url(request.url)),
                 "headers": Self.headerObject(redactor.headers(request.headers)),
-                "body": request.body.map { Self.bodyValue($0, redactor: redactor) } ?? .null,
+                "body": request.body.map(Self.bodyValue) ?? .null,
             ]),
             "response": .object([
                 "status": .integer(response.status),
                 "url": response.url == request.url ? nil : .string(redactor.url(response.url)),
                 "headers": Self.headerObject(redactor.headers(response.headers)),
-                "body": Self.bodyValue(response.body, redactor: redactor),
+                "body": Self.bodyValue(response.body),
             ]),
         ])
     }
@@ -80,14 +80,9 @@ public struct RecordingTransport: HTTPTransport {
     /// (whitespace outside strings removed, numbers and escapes untouched, so
     /// `1.10` stays `1.10`), or a string when it is not JSON (or is a JSON
     /// string, kept as its text so replay gives the same bytes).
-    /// A body holding a known secret is written by jansson instead, so that
-    /// the scrub finds it however the server escaped it (`\/`, `\u0041`).
-    static func bodyValue(_ bytes: [UInt8], redactor: HTTPRedactor) -> RawJSON {
+    static func bodyValue(_ bytes: [UInt8]) -> RawJSON {
         if let json = try? JSON.parse(bytes), json.kind != .string {
-            let dumped = RawJSON(json)
-            guard redactor.scrub(dumped.bytes) == dumped.bytes,
-                  let compacted = bytes.withUnsafeBufferPointer({ JSONScanner.compact($0) }) else { return dumped }
-            return RawJSON(trusted: compacted)
+            return bytes.withUnsafeBufferPointer { JSONScanner.compact($0) }.map { RawJSON(trusted: $0) } ?? RawJSON(json)
         }
         return .string(String(decoding: bytes, as: UTF8.self))
     }

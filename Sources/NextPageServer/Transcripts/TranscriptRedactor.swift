@@ -52,29 +52,12 @@ struct TranscriptRedactor {
     func scrub(_ bytes: [UInt8]) -> [UInt8] {
         guard !redactors.isEmpty, redactors.reduce(bytes, { $1.scrub($0) }) != bytes,
               let json = try? JSON.parse(bytes) else { return bytes }
-        return scrubStrings(json).dump()
+        return HTTPRedactor.mappingStrings(json) { scrub(text: $0) }.dump()
     }
 
     /// Text (not JSON) with every learned secret value replaced.
     func scrub(text: String) -> String {
         redactors.reduce(text) { $1.scrub($0) }
-    }
-
-    private func scrubStrings(_ value: JSON) -> JSON {
-        switch value.kind {
-        case .string:
-            let text = value.string ?? ""
-            let clean = scrub(text: text)
-            return clean == text ? value : .string(clean)
-        case .array:
-            return .array(value.elements.map(scrubStrings))
-        case .object:
-            let copy = JSON.object()
-            for (key, member) in value.members { copy.set(scrub(text: key), scrubStrings(member)) }
-            return copy
-        default:
-            return value
-        }
     }
 
     private static func isDefine(_ message: JSON) -> Bool {
