@@ -178,7 +178,11 @@ public struct UpstreamPage: JSONDecodable {
             page.hasNextFlag = value
         }
         if let totalPointer = paging.total {
-            guard let total = root.pointer(totalPointer) else { throw missing(totalPointer, "total") }
+            guard let total = root.pointer(totalPointer) else {
+                // With a `hasNext` pointer, that is the end test: a page without a total is fine.
+                if paging.hasNext != nil { return }
+                throw missing(totalPointer, "total")
+            }
             guard let value = total.integer ?? total.number.map(clampedInteger) else {
                 throw LoadError.undecodable(PageDecodingFailure(
                     pointer: totalPointer, message: "expected a number at '\(totalPointer)'"))

@@ -148,6 +148,12 @@ final class StrategyTests: XCTestCase {
         XCTAssertEqual(try advance(#"{"items": [], "more": true}"#, withFlag, cursor: .integer(4)),
                        Advance(next: .integer(4), hasNext: true), "the hasNext pointer overrides an empty page")
         XCTAssertEqual(try advance(#"{"items": [1, 2], "more": false}"#, withFlag, cursor: .integer(4)).hasNext, false)
+        // With both pointers, hasNext is the end test: a page without a total is not an error.
+        for strategy in [Paging.Strategy.offset, .page] {
+            let both = Paging(strategy: strategy, hasNext: "/more", total: "/total")
+            XCTAssertEqual(try advance(#"{"items": [3], "more": false}"#, both, cursor: .integer(2)).hasNext, false, "\(strategy)")
+            XCTAssertEqual(try advance(#"{"items": [3], "more": true}"#, both, cursor: .integer(2)).hasNext, true, "\(strategy)")
+        }
     }
 
     // MARK: nextUrl and link
