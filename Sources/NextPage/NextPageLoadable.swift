@@ -173,7 +173,6 @@ public final class LoadQueue {
     /// cursor, each next one for the cursor its predecessor's head gave.
     fileprivate var fetches: [Fetch] = []
     fileprivate var nextFetchId = 0
-    fileprivate var emptyStreak = 0
     /// The cursors of the pages landed since the last reset (their hashes),
     /// so that a source leading back to one of them (a cycle) is stopped.
     /// Not saved in a state file: a restored collection starts afresh.
@@ -412,7 +411,6 @@ extension NextPageLoadable {
     /// call in line ends with `LoadError.cancelled`; nothing they loaded lands.
     public func reset() {
         cancelFetches()
-        loadQueue.emptyStreak = 0
         loadQueue.received = 0
         loadQueue.landedCursors = []
         loadQueue.lastCallLanded = false
@@ -586,13 +584,13 @@ extension NextPageLoadable {
             hasNext = false
         }
         if page.items.isEmpty && hasNext {
-            loadQueue.emptyStreak += 1
-            if loadQueue.emptyStreak > loopGuard.maxEmptyPages {
+            nextPageState.emptyPages += 1
+            if nextPageState.emptyPages > loopGuard.maxEmptyPages {
                 hasNext = false
-                stopReason = "stopped after \(loadQueue.emptyStreak) empty pages in a row"
+                stopReason = "stopped after \(nextPageState.emptyPages) empty pages in a row"
             }
         } else {
-            loadQueue.emptyStreak = 0
+            nextPageState.emptyPages = 0
         }
         loadQueue.received += page.items.count
         if let cursor {
@@ -663,7 +661,7 @@ extension NextPageLoadable {
 
         let cursor: Cursor?
         let loadedBefore: Int
-        var streak = loadQueue.emptyStreak
+        var streak = nextPageState.emptyPages
         if let last = loadQueue.fetches.last {
             // Never a cursor fetched before: landing that page would stop the collection.
             guard let head = last.head, head.hasNext, let next = head.next, next != last.cursor,

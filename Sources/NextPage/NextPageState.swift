@@ -12,6 +12,10 @@ public struct NextPageState: Sendable, Equatable {
     public var pages = 0
     /// The last failure or stop reason, if any.
     public var lastError: String?
+    /// Empty pages in a row that each said there was more (for
+    /// `maxEmptyPages`); kept in a state file, so a `nextpage next` loop
+    /// stops too. Not part of the State that `status` reports.
+    public var emptyPages = 0
 
     public init() {}
 

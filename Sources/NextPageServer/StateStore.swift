@@ -215,6 +215,7 @@ public final class StateStore: @unchecked Sendable {
                 "count": .integer(state.count),
                 "pages": .integer(state.pages),
                 "lastError": state.lastError.map(RawJSON.string) ?? .null,
+                "emptyPages": state.emptyPages > 0 ? .integer(state.emptyPages) : nil,
             ]))
         }
         let document = RawJSON.object(["version": .integer(version), "collections": .object(entries)])
@@ -263,6 +264,12 @@ public final class StateStore: @unchecked Sendable {
             if let lastError = entry["lastError"], !lastError.isNull {
                 guard let text = lastError.string else { throw invalid("\(field).lastError", "a string or null") }
                 state.lastError = text
+            }
+            if let emptyPages = entry["emptyPages"] {
+                guard let value = emptyPages.integer, 0...Self.maxCounter ~= value, let count = Int(exactly: value) else {
+                    throw invalid("\(field).emptyPages", "an integer from 0 to \(Self.maxCounter)")
+                }
+                state.emptyPages = count
             }
             states[name] = state
         }

@@ -41,6 +41,28 @@ final class ShellCommandTests: EndToEndTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory).sorted(), ["demo.state"], "no temporary file left")
     }
 
+    func testMaxEmptyPagesStopsANextLoopAcrossRuns() throws {
+        // Each run counted empty pages from 0, so a source of endless empty pages kept the loop going.
+        let directory = try temporaryDirectory()
+        try writeFile(directory + "/pages/first.json", #"{"items": [], "next_cursor": "1"}"#)
+        for page in 1...5 { try writeFile(directory + "/pages/\(page).json", #"{"items": [], "next_cursor": "\#(page + 1)"}"#) }
+        try writeFile(directory + "/nextpage.json", #"{"collections": {"e": {"source": {"type": "file", "dir": "pages"}, "paging": {"strategy": "cursor"}, "maxEmptyPages": 2}}}"#)
+        var runs = 0
+        while runs < 6 {
+            let result = try runNextpage(["next", "e", "--state", "e.state"], in: directory)
+            runs += 1
+            XCTAssertEqual(result.status, 0, result.stderr)
+            let reply = try JSONValue.parse(result.stdout)
+            if reply["hasNext"] == .bool(false) {
+                XCTAssertEqual(reply["page"], .int(3))
+                XCTAssertEqual(reply["lastError"], .string("stopped after 3 empty pages in a row"))
+                break
+            }
+        }
+        XCTAssertEqual(runs, 3, "the third empty page in a row stops the collection, as in one process")
+        XCTAssertEqual(try runNextpage(["next", "e", "--state", "e.state"], in: directory).status, 1)
+    }
+
     func testNextFetchesOnlyThePageItPrintsEvenWithPrefetch() throws {
         let directory = try temporaryDirectory()
         // Each run of the source logs its cursor first, then answers at once.

@@ -44,6 +44,12 @@ final class StateStoreTests: XCTestCase {
 
             """#)
         XCTAssertEqual(try StateStore.decode(bytes, path: "f"), states)
+        // Empty pages in a row are kept once there are any.
+        var empty = state(lastId: .string("e3"), count: 0, pages: 3)
+        empty.emptyPages = 3
+        let emptyBytes = StateStore.encode(["e": empty])
+        XCTAssertTrue(String(decoding: emptyBytes, as: UTF8.self).contains(#""lastError":null,"emptyPages":3}"#))
+        XCTAssertEqual(try StateStore.decode(emptyBytes, path: "f"), ["e": empty])
     }
 
     func testAFileThatIsNotAStateFileIsAnErrorNamingTheField() {
