@@ -19,8 +19,9 @@ enum ShellExit {
     static let state: Int32 = 3
     /// The source failed, or sent a page that could not be understood.
     static let upstream: Int32 = 4
-    /// Anything else that went wrong.
-    static let failure: Int32 = 1
+    /// stdout cannot be written (a full disk, a closed descriptor), or
+    /// anything else went wrong: never the "at its end" status.
+    static let failure: Int32 = 5
     /// stdout was closed by its reader (as a process killed by SIGPIPE).
     static let brokenPipe: Int32 = 141
 }
@@ -225,14 +226,18 @@ private func commit(_ session: ShellSession) throws {
 }
 
 /// Writes all of `bytes` to stdout with as few `write` calls as it takes;
-/// ends the process quietly when the reader of stdout is gone.
+/// ends the process quietly when the reader of stdout is gone, and with a
+/// message and `ShellExit.failure` when stdout cannot be written (what was
+/// not printed is not saved in the state file either).
 func writeOut(_ bytes: [UInt8]) {
     var offset = 0
     while offset < bytes.count {
         let n = bytes.withUnsafeBytes { write(1, $0.baseAddress! + offset, bytes.count - offset) }
         if n < 0 {
             if errno == EINTR { continue }
-            exit(errno == EPIPE ? ShellExit.brokenPipe : ShellExit.failure)
+            if errno == EPIPE { exit(ShellExit.brokenPipe) }
+            printError("nextpage: cannot write to stdout: \(String(cString: strerror(errno)))")
+            exit(ShellExit.failure)
         }
         offset += n
     }

@@ -41,6 +41,26 @@ final class ShellCommandTests: EndToEndTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory).sorted(), ["demo.state"], "no temporary file left")
     }
 
+    func testAnUnwritableStdoutIsAnErrorNotTheEnd() throws {
+        // A full disk exited 1 with no message: a `while nextpage next` loop read it as "at the end".
+        let directory = try temporaryDirectory()
+        for command in [["next", "demo"], ["all", "demo"]] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: try nextpageBinary())
+            process.arguments = command + ["--state", "s.state"]
+            process.currentDirectoryURL = URL(fileURLWithPath: directory)
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: "/dev/full"))
+            let stderr = Pipe()
+            process.standardError = stderr
+            try process.run()
+            let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            XCTAssertEqual(process.terminationStatus, 5, command.joined(separator: " "))
+            XCTAssertTrue(message.contains("nextpage: cannot write to stdout: No space left on device"), message)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/s.state"), "nothing unprinted is saved")
+        }
+    }
+
     func testMaxEmptyPagesStopsANextLoopAcrossRuns() throws {
         // Each run counted empty pages from 0, so a source of endless empty pages kept the loop going.
         let directory = try temporaryDirectory()
