@@ -154,6 +154,40 @@ final class HTTPRecordReplayTests: HTTPSourceTestCase {
         }
     }
 
+    func testNextURLsWhosePagingItemsLookSecretReplayTheirOwnPages() async throws {
+        // `$skiptoken` was redacted by name, so pages 2 and 3 had one recorded URL and a replay after a reset gave page 3 as page 2.
+        let directory = try temporaryDirectory()
+        try await withServer({ request in
+            let base = "http://127.0.0.1:\(request.header("Host")?.split(separator: ":").last ?? "0")"
+            switch request.uri {
+            case "/users?api_key=k-123456": return .json(#"{"value": [{"id": 1}], "@odata.nextLink": "\#(base)/users?api_key=k-123456&$skiptoken=X2"}"#)
+            case "/users?api_key=k-123456&$skiptoken=X2": return .json(#"{"value": [{"id": 2}], "@odata.nextLink": "\#(base)/users?api_key=k-123456&$skiptoken=X3"}"#)
+            case "/users?api_key=k-123456&$skiptoken=X3": return .json(#"{"value": [{"id": 3}]}"#)
+            default: return .status(404, body: request.uri)
+            }
+        }) { server, transport in
+            let source = HTTPSource(url: server.baseURL + "/users?api_key=k-123456")
+            let paging = Paging(strategy: .nextUrl, items: "/value", next: "/@odata.nextLink")
+            let redactor = HTTPRedactor(source: source, exemptQueryNames: HTTPRedactor.pagingNames(paging, pageSizeParam: nil))
+            let file = RecordingTransport.file(directory: directory, collection: "graph")
+            let live = try await loadAll(collection(source, paging, transport: RecordingTransport(wrapping: transport, file: file, redactor: redactor)))
+            XCTAssertEqual(live.ids, ["1", "2", "3"])
+            let text = read(file)
+            XCTAssertFalse(text.contains("k-123456"), text)
+            XCTAssertTrue(text.contains("$skiptoken=X2") && text.contains("$skiptoken=X3"), text)
+
+            let offline = collection(source, paging, transport: ReplayTransport(file: file, redactor: redactor), retryPolicy: .immediate)
+            _ = try await offline.loadNext()
+            _ = try await offline.loadNext()
+            await offline.reset()
+            let first = try await offline.loadNext()
+            XCTAssertEqual(Self.ids(first.items), ["1"])
+            let second = try await offline.loadNext()
+            XCTAssertEqual(Self.ids(second.items), ["2"])
+            XCTAssertTrue(second.state.hasNext)
+        }
+    }
+
     func testARedirectIsRecordedWithTheURLThatAnsweredAndReplaysTheSame() async throws {
         let directory = try temporaryDirectory()
         try await withServer({ request in

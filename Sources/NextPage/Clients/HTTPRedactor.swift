@@ -24,12 +24,17 @@ public struct HTTPRedactor: Sendable {
     public let exemptHeaderNames: Set<String>
     /// Known secret values, longest first.
     private let secrets: [String]
+    /// The names (percent-decoded) of the query items the source itself
+    /// sends; `nil` when the source is not known (every secret-looking name
+    /// is then redacted).
+    private let configuredQueryNames: Set<[UInt8]>?
 
     /// A redactor that scrubs nothing but what the name rules catch.
     public init(exemptQueryNames: Set<String> = [], exemptHeaderNames: Set<String> = []) {
         self.exemptQueryNames = exemptQueryNames
         self.exemptHeaderNames = Set(exemptHeaderNames.map { $0.lowercased() })
         self.secrets = []
+        self.configuredQueryNames = nil
     }
 
     /// A redactor that also knows the secret values configured in `source`.
@@ -56,6 +61,8 @@ public struct HTTPRedactor: Sendable {
             }
         }
         self.secrets = Array(Set(values.filter { $0.count >= 4 })).sorted { $0.count > $1.count }
+        let urlNames = (url.query?.split(separator: "&") ?? []).map { HTTPURL.percentDecoded(HTTPURL.queryName(String($0))) }
+        self.configuredQueryNames = Set(source.query.map { Array($0.name.utf8) } + urlNames)
     }
 
     /// The query parameters that carry cursors and page sizes, which are never redacted.
@@ -91,6 +98,12 @@ public struct HTTPRedactor: Sendable {
     }
 
     /// A URL with user info and secret query values replaced; paging parameters are kept.
+    ///
+    /// With a known source, only the query items the source sends are
+    /// redacted by name: the other items of a next-page URL (`$skiptoken`,
+    /// `page_token`) are the server's paging state, and redacting them would
+    /// make the URLs of different pages one and the same in a recording.
+    /// A known secret value is scrubbed wherever it appears.
     public func url(_ url: String) -> String {
         var parts = HTTPURL.parts(url)
         if let authority = parts.authority, let at = authority.lastIndex(of: "@") {
@@ -99,7 +112,8 @@ public struct HTTPRedactor: Sendable {
         if let query = parts.query {
             parts.query = query.split(separator: "&", omittingEmptySubsequences: false).map { item -> String in
                 let name = HTTPURL.queryName(String(item))
-                guard Self.isSecretQueryName(name), !exemptQueryNames.contains(name), item.contains("=") else { return String(item) }
+                guard Self.isSecretQueryName(name), !exemptQueryNames.contains(name), item.contains("="),
+                      configuredQueryNames?.contains(HTTPURL.percentDecoded(name)) ?? true else { return String(item) }
                 return name + "=" + Self.placeholder
             }.joined(separator: "&")
         }
