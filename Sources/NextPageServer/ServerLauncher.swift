@@ -111,7 +111,8 @@ public enum ServerLauncher {
         let connection = Connection(input: 0, writer: writer, options: settings.connection, handler: service, tap: recorder)
 
         var sources: [any DispatchSourceProtocol] = []
-        for signalNumber in [SIGTERM, SIGINT] {
+        // SIGHUP (the terminal or session that started the server went away) ends it the same way.
+        for signalNumber in [SIGTERM, SIGINT, SIGHUP] {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler {

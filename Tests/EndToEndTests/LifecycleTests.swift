@@ -134,6 +134,16 @@ final class LifecycleTests: EndToEndTestCase {
     func testRPCDiscoverReplyIsOneCompactMessage_ndjson() throws { try rpcDiscover(.ndjson) }
     func testRPCDiscoverReplyIsOneCompactMessage_lsp() throws { try rpcDiscover(.lsp) }
 
+    func testSIGHUPWhileIdleExitsZero() throws {
+        // SIGHUP killed the server with the default action.
+        let server = try startServer()
+        try server.request("1", "status", #"{"collection": "demo"}"#)
+        try expectMatch(server.reply("1"), #"{"jsonrpc":"2.0","id":1,"result":\#(Self.freshDemo)}"#)
+        server.sendSignal(SIGHUP)
+        XCTAssertEqual(try server.waitForExit(), 0)
+        try server.finish()
+    }
+
     func testSIGINTWhileIdleExitsZero() throws {
         let server = try startServer()
         try server.request("1", "status", #"{"collection": "demo"}"#)
