@@ -208,4 +208,23 @@ final class HTTPPartsTests: XCTestCase {
             try url(.integer(40), Paging(strategy: .offset, param: "cursor", limitParam: "limit"), pageSize: 20),
             "https://h/p?q=x&cursor=40&limit=20")
     }
+
+    func testANextURLOnAnotherOriginGetsNoCredentials() throws {
+        let source = HTTPSource(url: "https://api.example.com/items", headers: [
+            ("Authorization", "Bearer t0ken-value"), ("X-Api-Key", "k-1"), ("Cookie", "s=1"), ("X-Tenant", "acme"),
+        ])
+        let client = HTTPPageClient(source: source, transport: ReplayTransport(file: "/nonexistent"))
+        func headers(_ next: String) throws -> [String] {
+            try client.exchangeRequest(for: PageRequest(
+                cursor: .string(next), isFirstPage: false, paging: Paging(strategy: .nextUrl), options: CollectionOptions())).headers.map(\.name)
+        }
+        let all = ["Authorization", "X-Api-Key", "Cookie", "X-Tenant", "Accept", "User-Agent"]
+        XCTAssertEqual(try headers("https://API.example.com:443/items?page=2"), all, "same origin, however written")
+        XCTAssertEqual(try headers("/items?page=2"), all, "relative")
+        for other in ["https://evil.example.net/items?page=2", "http://api.example.com/items?page=2", "https://api.example.com:8443/items"] {
+            XCTAssertEqual(try headers(other), ["X-Tenant", "Accept", "User-Agent"], other)
+        }
+        XCTAssertEqual(HTTPURL.origin("http://u:p@[::1]/x"), "http://[::1]:80")
+        XCTAssertNil(HTTPURL.origin("/relative"))
+    }
 }

@@ -42,6 +42,9 @@ extension HTTPPageClient {
     /// URL (`link`, `nextUrl`) is followed as given, except that it gets
     /// `pageSizeParam` when it lacks one, so every request asks for `pageSize`.
     ///
+    /// A next-page URL on another origin than `source.url` is sent without
+    /// the source's secret headers (`Authorization`, `Cookie`, `X-Api-Key`, ...).
+    ///
     /// Headers default to `Accept: application/json`, a `User-Agent`, and
     /// `Content-Type: application/json` with a body; the source's headers win.
     public func exchangeRequest<R: Request>(for request: R) throws(LoadError) -> HTTPExchangeRequest {
@@ -59,6 +62,12 @@ extension HTTPPageClient {
                 next = HTTPURL.settingQueryItems([(name, String(size))], in: next)
             }
             url = HTTPURL.encodeIllegal(next)
+            // A next-page URL on another origin (scheme, host, port) gets no
+            // credentials: the page names it, and the source's secrets are
+            // for the source's own server (as `gh api --paginate` does).
+            if HTTPURL.origin(url) != HTTPURL.origin(source.url) {
+                headers.removeAll { HTTPRedactor.isSecretHeader($0.name) }
+            }
         } else {
             var items = source.query
             // The cursor and the page size replace a `query` item of the same name.

@@ -69,6 +69,19 @@ public enum HTTPURL {
         }
     }
 
+    /// The origin of an absolute URL: scheme and host lowercased, and the
+    /// port (80 or 443 when none is written); `nil` without a host.
+    public static func origin(_ url: String) -> String? {
+        let parts = parts(url)
+        guard let scheme = parts.scheme?.lowercased(), let host = parts.host, let authority = parts.authority else { return nil }
+        var rest = Substring(authority)
+        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+        if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") { rest = rest[rest.index(after: close)...] }
+        var port = rest.lastIndex(of: ":").map { String(rest[rest.index(after: $0)...]) } ?? ""
+        if port.isEmpty { port = scheme == "https" ? "443" : scheme == "http" ? "80" : "" }
+        return scheme + "://" + host + ":" + port
+    }
+
     /// Whether `url` is an absolute `http` or `https` URL with a host.
     public static func isHTTP(_ url: String) -> Bool {
         let parts = parts(url)
