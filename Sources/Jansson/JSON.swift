@@ -306,6 +306,42 @@ public final class JSON: @unchecked Sendable {
     /// The compact encoding as a string.
     public var compactString: String { String(decoding: dump(), as: UTF8.self) }
 
+    /// The compact encoding, with each real number in the shortest form
+    /// that reads back as the same double (`0.1`, where jansson writes
+    /// `0.10000000000000001`): for JSON a server may read as decimals, such
+    /// as a request body. Everything else is written as `dump()` writes it.
+    public func dumpShortestReals() -> [UInt8] {
+        var out: [UInt8] = []
+        appendShortestReals(to: &out)
+        return out
+    }
+
+    private func appendShortestReals(to out: inout [UInt8]) {
+        switch kind {
+        case .object:
+            out.append(UInt8(ascii: "{"))
+            for (index, member) in members.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: JSON.string(member.key).dump())
+                out.append(UInt8(ascii: ":"))
+                member.value.appendShortestReals(to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        case .array:
+            out.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                element.appendShortestReals(to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .real:
+            // Swift's description is the shortest round-trip form (`1.1`, `1e-05`, `100.0`).
+            out.append(contentsOf: Array((number ?? 0).description.utf8))
+        default:
+            out.append(contentsOf: dump())
+        }
+    }
+
     /// Structural equality (jansson's `json_equal`).
     public func isEqual(to other: JSON) -> Bool {
         json_equal(pointer, other.pointer) == 1

@@ -211,4 +211,14 @@ final class JSONParseTests: XCTestCase {
         XCTAssertEqual(original.compactString, #"{"a":{"b":[1]}}"#)
         XCTAssertEqual(copy.compactString, #"{"a":{"b":[1,3],"c":2}}"#)
     }
+
+    func testDumpShortestRealsWritesEachRealInItsShortestRoundTripForm() throws {
+        let text = #"{"a":0.1,"b":[1.10,1e-5,100.0,2,-0.0,0.30000000000000004],"s":"x\n\u0001é","k\"":null,"t":true,"big":1e300}"#
+        let json = try JSON.parse(text)
+        let shortest = String(decoding: json.dumpShortestReals(), as: UTF8.self)
+        XCTAssertEqual(shortest, #"{"a":0.1,"b":[1.1,1e-05,100.0,2,-0.0,0.30000000000000004],"s":"x\n\u0001é","k\"":null,"t":true,"big":1e+300}"#)
+        // Jansson writes 17 digits; both read back as the same values.
+        XCTAssertTrue(json.compactString.contains("0.10000000000000001"))
+        XCTAssertTrue(try JSON.parse(shortest).isEqual(to: json))
+    }
 }

@@ -163,6 +163,12 @@ final class HTTPPartsTests: XCTestCase {
         XCTAssertEqual(query.body.map { String(decoding: $0, as: UTF8.self) }, #"{"v":{}}"#)
         XCTAssertEqual(query.headers.map(\.name), ["Accept", "User-Agent", "Content-Type"])
 
+        // A configured body's reals go out as written in the config, not as jansson's 17 digits.
+        let decimals = HTTPSource(url: "https://h/p", method: .post, body: RawJSON(trusted: Array(#"{"min_price":0.1,"ratio":1.10}"#.utf8)))
+        let posted = try HTTPPageClient(source: decimals, transport: ReplayTransport(file: "/nonexistent")).exchangeRequest(for: PageRequest(
+            cursor: .string("c"), isFirstPage: false, paging: Paging(strategy: .cursor, bodyPointer: "/after"), options: CollectionOptions()))
+        XCTAssertEqual(posted.body.map { String(decoding: $0, as: UTF8.self) }, #"{"min_price":0.1,"ratio":1.1,"after":"c"}"#)
+
         let body = try request(.integer(40), Paging(strategy: .offset, bodyPointer: "/v/offset"), pageSize: 20)
         XCTAssertEqual(body.url, "https://h/p?k=v&limit=20")
         XCTAssertEqual(body.body.map { String(decoding: $0, as: UTF8.self) }, #"{"v":{"offset":40}}"#)

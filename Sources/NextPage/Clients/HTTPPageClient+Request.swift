@@ -113,7 +113,7 @@ extension HTTPPageClient {
         setDefault("Accept", "application/json")
         setDefault("User-Agent", "nextpage")
         if body != nil { setDefault("Content-Type", "application/json") }
-        return HTTPExchangeRequest(method: source.method.rawValue, url: url, headers: headers, body: body?.dump())
+        return HTTPExchangeRequest(method: source.method.rawValue, url: url, headers: headers, body: body?.dumpShortestReals())
     }
 
     /// Puts `value` at `pointer` inside `root`, creating missing objects
