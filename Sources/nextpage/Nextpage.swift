@@ -45,6 +45,26 @@ struct Nextpage: AsyncParsableCommand {
         subcommands: [Serve.self, Next.self, All.self, Reset.self, Replay.self, CheckConfig.self, Schema.self],
         defaultSubcommand: Serve.self
     )
+
+    /// Parses and runs the command. A bad argument is reported as every
+    /// other error is, on a line starting `nextpage: ` (then the usage),
+    /// with status 64.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
+            var message = fullMessage(for: error)
+            if message.hasPrefix("Error: ") { message = "nextpage: " + message.dropFirst("Error: ".count) }
+            printError(message)
+            Glibc.exit(ExitCode.validationFailure.rawValue)
+        }
+    }
 }
 
 struct Serve: AsyncParsableCommand {

@@ -200,7 +200,7 @@ final class ShellCommandTests: EndToEndTestCase {
 
         let usage = try runNextpage(["all", "c", "--max-items", "0"], in: directory)
         XCTAssertEqual(usage.status, 64)
-        XCTAssert(usage.stderr.contains("--max-items must be at least 1"), usage.stderr)
+        XCTAssert(usage.stderr.hasPrefix("nextpage: --max-items must be at least 1\nUsage: nextpage all"), usage.stderr)
 
         let serverState = try runNextpage(["--state", "corrupt.state"], in: directory, stdin: "")
         XCTAssertEqual(serverState.status, 3, "a server refuses to start with a corrupt state file")
@@ -217,6 +217,7 @@ final class ShellCommandTests: EndToEndTestCase {
         }
         let unknown = try runNextpage(["schema", "nope"], in: directory)
         XCTAssertEqual(unknown.status, 64)
+        XCTAssert(unknown.stderr.hasPrefix("nextpage: The value 'nope' is invalid"), unknown.stderr)
     }
 }
 
