@@ -105,6 +105,10 @@ public final class Connection: @unchecked Sendable {
     /// The requests being answered, and the reader's back-pressure.
     private let tracker: RequestTracker
 
+    /// How many times `stop()` was called, guarded by `stopRequests`.
+    private let stopRequests = Condition()
+    private var stopCount = 0
+
     // Touched only by the dispatch loop in `run()`.
     private var nextToken = 0
     private var shutdownRequested = false
@@ -126,8 +130,14 @@ public final class Connection: @unchecked Sendable {
         eventSink.yield(.stop)
         // The dispatch loop may be waiting for the peer to read: it must see the stop.
         writer.stopWaitingForRoom()
-        // Already flushing the last replies to a peer that does not read them: give up.
-        writer.abandonFlush()
+        // Asked again (a second signal, a parent still gone): the last
+        // replies are not waited for either.
+        if stopRequests.locked({ () -> Int in
+            stopCount += 1
+            return stopCount
+        }) > 1 {
+            writer.abandonFlush()
+        }
     }
 
     /// Reads, dispatches and answers until end of input, `exit` or `stop()`,
@@ -141,8 +151,9 @@ public final class Connection: @unchecked Sendable {
                 tap?.framing(framing)
                 writer.setFraming(framing)
             case .frame(let frame):
-                // Nothing more is started while the peer is behind reading.
-                await waitForOutputRoom()
+                // Nothing more is started while the peer is behind reading
+                // (until input ends: see `startReader`).
+                await writer.room(limit: options.maxPendingOutputBytes, dispatch: true)
                 let end = await handle(frame)
                 tracker.dispatched()
                 if let end {
@@ -161,10 +172,24 @@ public final class Connection: @unchecked Sendable {
         }
         await drain()
         // A peer that stopped reading does not keep the process: the flush
-        // ends once nothing was taken for `drainTimeout` seconds.
-        writer.flush(idleTimeout: options.drainTimeout)
+        // ends once nothing was taken for `drainTimeout` seconds (at least
+        // `minimumFlushWait`, so that `--drain-timeout 0` still delivers
+        // the replies to a peer that reads them).
+        // On a thread of its own: a flush can wait long, and a blocked
+        // thread of the concurrency pool would hold up the signal handlers.
+        let writer = self.writer
+        let idle = max(options.drainTimeout, Self.minimumFlushWait)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            startThread {
+                writer.flush(idleTimeout: idle)
+                continuation.resume()
+            }
+        }
         return ending
     }
+
+    /// Seconds the final flush waits for a peer that takes nothing.
+    static let minimumFlushWait = 5.0
 
     /// Suspends while more than `maxPendingOutputBytes` wait to be written
     /// (not once the connection is stopping).
@@ -208,10 +233,11 @@ public final class Connection: @unchecked Sendable {
             sink.yield(.endOfInput)
             // Nothing more will be read: the requests already read are
             // dispatched without waiting for the peer to read replies (one
-            // that stopped reading would hold them, and the exit, forever);
-            // the final flush gives up once the peer takes nothing for
+            // that stopped reading would hold them, and the exit, forever).
+            // A `loadAll` still waits between pages, until the drain cancels
+            // it; the final flush gives up once the peer takes nothing for
             // `drainTimeout` seconds.
-            writer.stopWaitingForRoom()
+            writer.stopDispatchWaits()
         }
     }
 

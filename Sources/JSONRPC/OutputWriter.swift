@@ -43,14 +43,22 @@ public final class OutputWriter: @unchecked Sendable {
     private var idle = false
     /// Threads waiting in `flush` or `waitForRoom`.
     private var waiters = 0
-    /// Tasks waiting in `room(limit:)`, with their limits.
-    private var roomWaiters: [(limit: Int, continuation: CheckedContinuation<Void, Never>)] = []
-    /// Set by `stopWaitingForRoom()`: `room(limit:)` returns at once.
+    /// A task waiting in `room(limit:dispatch:)`.
+    private struct RoomWaiter {
+        let id: Int
+        let limit: Int
+        let dispatch: Bool
+        let continuation: CheckedContinuation<Void, Never>
+    }
+    private var roomWaiters: [RoomWaiter] = []
+    private var nextRoomWaiter = 0
+    /// Set by `stopWaitingForRoom()`: `room(limit:dispatch:)` returns at once.
     private var roomUnlimited = false
+    /// Set by `stopDispatchWaits()`: waits of the dispatch loop return at once.
+    private var dispatchUnlimited = false
     /// Bytes handed to the kernel so far (a flush sees the reader make progress).
     private var written = 0
-    /// Threads in `flush`; `abandonFlush()` ends their wait.
-    private var flushers = 0
+    /// Set by `abandonFlush()`: flushes return at once.
     private var flushAbandoned = false
     private let onBrokenPipe: @Sendable () -> Void
 
@@ -125,26 +133,58 @@ public final class OutputWriter: @unchecked Sendable {
     }
 
     /// Suspends the calling task while more than `limit` bytes wait to be
-    /// written (returns at once when the stream broke, or after
-    /// `stopWaitingForRoom()`).
-    public func room(limit: Int) async {
-        if condition.locked({ pending <= limit || broken || roomUnlimited }) { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready: Bool = condition.locked {
-                if pending <= limit || broken || roomUnlimited { return true }
-                roomWaiters.append((limit, continuation))
-                return false
+    /// written. Returns at once when the stream broke, after
+    /// `stopWaitingForRoom()`, for the dispatch loop (`dispatch`) after
+    /// `stopDispatchWaits()`, or when the task is cancelled.
+    public func room(limit: Int, dispatch: Bool = false) async {
+        if condition.locked({ hasRoom(limit, dispatch) }) { return }
+        let id: Int = condition.locked {
+            nextRoomWaiter += 1
+            return nextRoomWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready: Bool = condition.locked {
+                    // Cancelled before it could be found by the handler: do not wait.
+                    if hasRoom(limit, dispatch) || Task.isCancelled { return true }
+                    roomWaiters.append(RoomWaiter(id: id, limit: limit, dispatch: dispatch, continuation: continuation))
+                    return false
+                }
+                if ready { continuation.resume() }
             }
-            if ready { continuation.resume() }
+        } onCancel: {
+            let waiting: CheckedContinuation<Void, Never>? = condition.locked {
+                guard let index = roomWaiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return roomWaiters.remove(at: index).continuation
+            }
+            waiting?.resume()
         }
     }
 
-    /// Ends every wait in `room(limit:)`, now and later (the connection is stopping).
+    /// Whether a wait for `limit` bytes is over; call inside `condition.locked`.
+    private func hasRoom(_ limit: Int, _ dispatch: Bool) -> Bool {
+        pending <= limit || broken || roomUnlimited || (dispatch && dispatchUnlimited)
+    }
+
+    /// Ends every wait in `room(limit:dispatch:)`, now and later (the connection is stopping).
     public func stopWaitingForRoom() {
         let waiting: [CheckedContinuation<Void, Never>] = condition.locked {
             roomUnlimited = true
             defer { roomWaiters = [] }
             return roomWaiters.map(\.continuation)
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    /// Ends the dispatch loop's waits, now and later (no more input: the
+    /// requests already read are started whether or not the peer reads).
+    /// Other waits, such as `loadAll` between pages, go on.
+    public func stopDispatchWaits() {
+        let waiting: [CheckedContinuation<Void, Never>] = condition.locked {
+            dispatchUnlimited = true
+            let released = roomWaiters.filter(\.dispatch).map(\.continuation)
+            roomWaiters.removeAll(where: \.dispatch)
+            return released
         }
         for continuation in waiting { continuation.resume() }
     }
@@ -157,11 +197,7 @@ public final class OutputWriter: @unchecked Sendable {
     public func flush(idleTimeout: Double? = nil) -> Bool {
         condition.locked {
             waiters += 1
-            flushers += 1
-            defer {
-                waiters -= 1
-                flushers -= 1
-            }
+            defer { waiters -= 1 }
             var lastWritten = written
             var deadline = idleTimeout.map { Self.deadline(after: $0) }
             while (pending > 0 || writing) && !broken {
@@ -182,10 +218,10 @@ public final class OutputWriter: @unchecked Sendable {
         }
     }
 
-    /// Ends a flush in progress (a second signal, a dead parent: nobody
-    /// will read what is left). Flushes started later are not affected.
+    /// Ends a flush in progress, and makes every later one return at once
+    /// (a second signal, a dead parent: nobody will read what is left).
     public func abandonFlush() {
-        condition.locked { flushAbandoned = flushers > 0 }
+        condition.locked { flushAbandoned = true }
         condition.broadcast()
     }
 
@@ -283,16 +319,33 @@ public final class OutputWriter: @unchecked Sendable {
         }
     }
 
+    /// Most bytes one `writev` takes into a pipe or socket: a call that
+    /// blocks returns once it is all out, so progress (`written`, what a
+    /// flush watches) is seen at least this often while the peer reads.
+    private static let blockingWriteBytes = 64 * 1024
+
     /// `writev` of every piece, resuming after partial writes.
     private func writeVectored(_ pieces: [UnsafeRawBufferPointer]) -> Bool {
         var vectors = pieces.filter { $0.count > 0 }.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
         var first = 0
+        let cap: Int
+        if case .regularFile = kind { cap = .max } else { cap = Self.blockingWriteBytes }
         while first < vectors.count {
-            let count = min(vectors.count - first, 1024)  // IOV_MAX on Linux
+            var count = 0
+            var bytes = 0
+            while first + count < vectors.count && count < 1024 /* IOV_MAX on Linux */ && bytes < cap {
+                bytes += vectors[first + count].iov_len
+                count += 1
+            }
+            // The last vector of the call is cut at the cap; the rest of it goes in the next call.
+            let over = bytes > cap ? bytes - cap : 0
+            vectors[first + count - 1].iov_len -= over
             let n = vectors.withUnsafeMutableBufferPointer { writev(fd, $0.baseAddress! + first, Int32(count)) }
+            let code = errno
+            vectors[first + count - 1].iov_len += over
             if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN {
+                if code == EINTR { continue }
+                if code == EAGAIN {
                     // A non-blocking descriptor inherited from the parent: wait until writable.
                     var waiter = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
                     _ = poll(&waiter, 1, -1)

@@ -178,8 +178,8 @@ public struct UpstreamPage: JSONDecodable {
             page.hasNextFlag = value
         }
         if let totalPointer = paging.total {
-            guard let total = root.pointer(totalPointer) else {
-                // With a `hasNext` pointer, that is the end test: a page without a total is fine.
+            guard let total = root.pointer(totalPointer), !(total.isNull && paging.hasNext != nil) else {
+                // With a `hasNext` pointer, that is the end test: a page without a total (or with null) is fine.
                 if paging.hasNext != nil { return }
                 throw missing(totalPointer, "total")
             }

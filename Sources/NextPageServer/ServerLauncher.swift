@@ -117,7 +117,8 @@ public enum ServerLauncher {
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler {
                 logger.info("signal received, draining", metadata: ["signal": "\(signalNumber)"])
-                connection.stop()
+                // Signals that came together arrive as one event: each counts (a second one stops the wait for output).
+                for _ in 0..<max(1, Int(min(source.data, 2))) { connection.stop() }
             }
             source.resume()
             sources.append(source)
@@ -191,10 +192,14 @@ public enum ServerLauncher {
         }
     }
 
+    /// Seconds a config FIFO may wait for its writer's first bytes.
+    static let fifoWriterWait = 10.0
+
     /// Reads a whole file of at most `limit` bytes; with `regularOnly`, a
-    /// FIFO or device is refused. A FIFO is read until its writer is done
-    /// (`--config <(...)`); one with no writer reads as empty. Nothing is
-    /// read without end: `/dev/zero` fails at the limit.
+    /// FIFO or device is refused. A FIFO or pipe is read until its writer
+    /// is done (`--config <(...)`); one nothing is written to for
+    /// `fifoWriterWait` seconds is an error. Nothing is read without end:
+    /// `/dev/zero` fails at the limit.
     static func readFile(_ path: String, limit: Int, regularOnly: Bool = false) throws(ReadError) -> [UInt8] {
         // O_NONBLOCK: a FIFO is looked at before anything waits for its writer.
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
@@ -207,6 +212,14 @@ public enum ServerLauncher {
         if regularOnly && kind != S_IFREG { throw ReadError(code: EINVAL, reason: "not a regular file") }
         let tooLarge = ReadError(code: EFBIG, reason: "larger than \(limit) bytes")
         if kind == S_IFREG && Int(info.st_size) > limit { throw tooLarge }
+        if kind == S_IFIFO {
+            // A FIFO reads as ended until its writer comes: wait for it to
+            // write (or come and go), a while, not forever.
+            var waiter = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            var ready: Int32
+            repeat { ready = poll(&waiter, 1, Int32(fifoWriterWait * 1000)) } while ready < 0 && errno == EINTR
+            if ready == 0 { throw ReadError(code: ETIMEDOUT, reason: "a FIFO nothing was written to within \(Int(fifoWriterWait)) s") }
+        }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)

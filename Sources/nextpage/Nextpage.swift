@@ -58,11 +58,14 @@ struct Nextpage: AsyncParsableCommand {
                 try command.run()
             }
         } catch {
-            guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
+            let code = exitCode(for: error)
+            // --help, --version and the commands' own statuses.
+            if error is ExitCode || code == .success { exit(withError: error) }
             var message = fullMessage(for: error)
-            if message.hasPrefix("Error: ") { message = "nextpage: " + message.dropFirst("Error: ".count) }
-            printError(message)
-            Glibc.exit(ExitCode.validationFailure.rawValue)
+            if message.hasPrefix("Error: ") { message = String(message.dropFirst("Error: ".count)) }
+            printError("nextpage: " + message)
+            // Anything else that went wrong is status 5, never 1 ("at its end" for `next`).
+            Glibc.exit(code == .validationFailure ? code.rawValue : ShellExit.failure)
         }
     }
 }

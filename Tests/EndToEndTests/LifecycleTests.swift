@@ -166,7 +166,7 @@ final class LifecycleTests: EndToEndTestCase {
 
     /// A peer that stops reading its replies: the server's last writes block.
     private func startServerNobodyReads(_ arguments: [String]) throws -> ServerHarness {
-        let server = try startServer(arguments: ["--drain-timeout", "1"] + arguments)
+        let server = try startServer(arguments: arguments.contains("--drain-timeout") ? arguments : ["--drain-timeout", "1"] + arguments)
         server.pauseReading()
         for index in 0..<400 { try server.request("\(index)", "rpc.discover") }
         XCTAssertTrue(server.waitUntilStdoutIsFull(timeout: 20), "the replies fill the pipe")
@@ -196,6 +196,58 @@ final class LifecycleTests: EndToEndTestCase {
         _ = Glibc.kill(watched, SIGKILL)
         var status: Int32 = 0
         _ = waitpid(watched, &status, 0)
+        XCTAssertEqual(try server.waitForExit(timeout: 30), 0)
+        server.resumeReading()
+        server.kill()
+    }
+
+    func testASecondSIGTERMAbandonsTheLastReplies() throws {
+        // With a long drain timeout, only the second signal stops the wait for a peer that does not read.
+        let server = try startServerNobodyReads(["--drain-timeout", "1000"])
+        server.sendSignal(SIGTERM)
+        usleep(300_000)
+        server.sendSignal(SIGTERM)
+        XCTAssertEqual(try server.waitForExit(timeout: 30), 0)
+        server.resumeReading()
+        server.kill()
+    }
+
+    func testAGoneParentAbandonsTheLastReplies() throws {
+        let watched = try spawnProcess(["/bin/sleep", "60"])
+        let server = try startServerNobodyReads(["--drain-timeout", "1000", "--parent-pid", "\(watched)"])
+        _ = Glibc.kill(watched, SIGKILL)
+        var status: Int32 = 0
+        _ = waitpid(watched, &status, 0)
+        XCTAssertEqual(try server.waitForExit(timeout: 30), 0)
+        server.resumeReading()
+        server.kill()
+    }
+
+    func testAPeerThatPausesReadingGetsEveryReplyEvenWithNoDrainTimeout() throws {
+        // `--drain-timeout 0` gave up on the last replies at once, though the peer was reading them.
+        let server = try startServerNobodyReads(["--drain-timeout", "0"])
+        server.closeInput()
+        usleep(1_000_000)
+        server.resumeReading()
+        for index in 0..<400 { XCTAssertNotNil(try server.reply("\(index)")["result"]) }
+        XCTAssertEqual(try server.waitForExit(timeout: 30), 0)
+        try server.finish()
+    }
+
+    func testALoadAllWaitingForAPeerThatStoppedReadingDoesNotHoldTheExit() throws {
+        let directory = try temporaryDirectory()
+        let item = #"{"id": 0, "text": "\#(String(repeating: "x", count: 480))"}"#
+        for page in 0..<30 {
+            let next = page < 29 ? #""p\#(page + 1)""# : "null"
+            let items = Array(repeating: item, count: 200).joined(separator: ",")
+            try writeFile(directory + "/pages/\(page == 0 ? "first" : "p\(page)").json", #"{"items": [\#(items)], "next_cursor": \#(next)}"#)
+        }
+        let server = try startServer(
+            config: fileConfig(paging: #"{"strategy": "cursor"}"#), arguments: ["--drain-timeout", "1"], in: directory)
+        server.pauseReading()
+        try server.request("1", "loadAll", #"{"collection": "c"}"#)
+        XCTAssertTrue(server.waitUntilStdoutIsFull(timeout: 20))
+        server.closeInput()
         XCTAssertEqual(try server.waitForExit(timeout: 30), 0)
         server.resumeReading()
         server.kill()

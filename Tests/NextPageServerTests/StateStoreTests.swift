@@ -111,10 +111,17 @@ final class StateStoreTests: XCTestCase {
             XCTAssertEqual((error as? ServerLauncher.ReadError)?.description, "larger than 1000 bytes")
         }
         XCTAssertEqual(try ServerLauncher.readFile(big, limit: 1001).count, 1001)
-        // A FIFO nobody writes to reads as empty instead of waiting.
+        // A FIFO is read once its writer has written, even if the writer comes after the open.
         let fifo = dir + "/config.fifo"
         XCTAssertEqual(mkfifo(fifo, 0o600), 0)
-        XCTAssertEqual(try ServerLauncher.readFile(fifo, limit: 1000), [])
+        let writer = Thread {
+            usleep(200_000)
+            let fd = open(fifo, O_WRONLY)
+            _ = "{}".withCString { write(fd, $0, 2) }
+            close(fd)
+        }
+        writer.start()
+        XCTAssertEqual(try ServerLauncher.readFile(fifo, limit: 1000), Array("{}".utf8))
         XCTAssertThrowsError(try Transcript.read("/dev/zero")) { error in
             XCTAssertTrue("\(error)".hasSuffix("cannot read: larger than \(ServerLauncher.maxTranscriptBytes) bytes"), "\(error)")
         }

@@ -153,6 +153,7 @@ final class StrategyTests: XCTestCase {
             let both = Paging(strategy: strategy, hasNext: "/more", total: "/total")
             XCTAssertEqual(try advance(#"{"items": [3], "more": false}"#, both, cursor: .integer(2)).hasNext, false, "\(strategy)")
             XCTAssertEqual(try advance(#"{"items": [3], "more": true}"#, both, cursor: .integer(2)).hasNext, true, "\(strategy)")
+            XCTAssertEqual(try advance(#"{"items": [3], "more": true, "total": null}"#, both, cursor: .integer(2)).hasNext, true, "\(strategy)")
         }
     }
 

@@ -74,7 +74,7 @@ public final class HTTPNetworkTransport: HTTPTransport {
             finish.finish()
         }
         let timer = Task {
-            try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+            try? await Task.sleep(for: .milliseconds(Int(min(max(seconds.isNaN ? 0 : seconds, 0), 86_400) * 1000)))
             finish.finish()
         }
         for await _ in done {}

@@ -99,11 +99,11 @@ public struct HTTPRedactor: Sendable {
 
     /// A URL with user info and secret query values replaced; paging parameters are kept.
     ///
-    /// With a known source, only the query items the source sends are
-    /// redacted by name: the other items of a next-page URL (`$skiptoken`,
-    /// `page_token`) are the server's paging state, and redacting them would
-    /// make the URLs of different pages one and the same in a recording.
-    /// A known secret value is scrubbed wherever it appears.
+    /// With a known source, a secret-looking item the source does not send
+    /// itself (in a next-page URL: `$skiptoken`, `X-Amz-Signature`) is
+    /// replaced with a digest of its value, `[redacted:1a2b...]`: the value
+    /// never shows, and the URLs of different pages stay different (replay
+    /// tells them apart). A known secret value is scrubbed wherever it appears.
     public func url(_ url: String) -> String {
         var parts = HTTPURL.parts(url)
         if let authority = parts.authority, let at = authority.lastIndex(of: "@") {
@@ -112,12 +112,29 @@ public struct HTTPRedactor: Sendable {
         if let query = parts.query {
             parts.query = query.split(separator: "&", omittingEmptySubsequences: false).map { item -> String in
                 let name = HTTPURL.queryName(String(item))
-                guard Self.isSecretQueryName(name), !exemptQueryNames.contains(name), item.contains("="),
-                      configuredQueryNames?.contains(HTTPURL.percentDecoded(name)) ?? true else { return String(item) }
-                return name + "=" + Self.placeholder
+                guard Self.isSecretQueryName(name), !exemptQueryNames.contains(name), let equals = item.firstIndex(of: "=") else {
+                    return String(item)
+                }
+                let value = String(item[item.index(after: equals)...])
+                guard let configured = configuredQueryNames, !configured.contains(HTTPURL.percentDecoded(name)),
+                      scrub(value) == value else { return name + "=" + Self.placeholder }
+                return name + "=[redacted:" + Self.digest(value) + "]"
             }.joined(separator: "&")
         }
         return scrub(parts.text)
+    }
+
+    /// A stable digest of `value` (64-bit FNV-1a, hex): the same in every
+    /// process, so a recording and its replay agree; it does not give the
+    /// value back.
+    static func digest(_ value: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in value.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
     }
 
     /// Text with every known secret value replaced.
@@ -151,10 +168,18 @@ public struct HTTPRedactor: Sendable {
     /// numbers and structure are left alone, so it stays JSON. Unchanged
     /// (byte for byte) when no string holds a secret.
     public func scrub(json bytes: [UInt8]) -> [UInt8] {
-        guard !secrets.isEmpty, let json = try? JSON.parse(bytes) else { return scrub(bytes) }
+        guard !secrets.isEmpty else { return bytes }
+        return Self.replacingInStrings(bytes) { scrub($0) } ?? scrub(bytes)
+    }
+
+    /// The JSON text `bytes` with `transform` applied to every string and
+    /// object key (decoded), written again by jansson only when something
+    /// changed; `nil` when `bytes` is not JSON.
+    public static func replacingInStrings(_ bytes: [UInt8], _ transform: (String) -> String) -> [UInt8]? {
+        guard let json = try? JSON.parse(bytes) else { return nil }
         var changed = false
-        let clean = Self.mappingStrings(json) { text in
-            let clean = scrub(text)
+        let clean = mappingStrings(json) { text in
+            let clean = transform(text)
             if clean != text { changed = true }
             return clean
         }
@@ -162,7 +187,7 @@ public struct HTTPRedactor: Sendable {
     }
 
     /// `value` with `transform` applied to every string and object key.
-    public static func mappingStrings(_ value: JSON, _ transform: (String) -> String) -> JSON {
+    static func mappingStrings(_ value: JSON, _ transform: (String) -> String) -> JSON {
         switch value.kind {
         case .string:
             let text = value.string ?? ""
