@@ -15,6 +15,7 @@ import Glibc
 /// | fault | test | behaviour |
 /// | --- | --- | --- |
 /// | upstream connection refused | `testConnectionRefused` | -32002 "Connection refused", `retryable`, every attempt made at once (not after the timeout) |
+/// | a host that never answers (backlog full) | `testAHostThatNeverAnswersDoesNotHoldTheExit` | -32002 after the timeout; end of input exits at once, not after the client's connect timeout |
 /// | connection reset mid-body | `testConnectionResetMidBody` | -32002, `retryable`, retried |
 /// | body cut short (FIN before `Content-Length`) | `testBodyCutShort` | -32002, `retryable`, retried |
 /// | slow trickle past the timeout | `testSlowTricklePastTheTimeout` | -32002 "no complete answer within 1 s", `retryable` |
@@ -138,6 +139,37 @@ final class FaultTableTests: EndToEndTestCase {
         addTeardownBlock { again.stop() }
         try expectStateIntact(server, upstream: again, lastError: "<contains:connection failed>")
         XCTAssertEqual(again.requests, ["/items?cursor=c2"])
+        try server.finish()
+    }
+
+    func testAHostThatNeverAnswersDoesNotHoldTheExit() throws {
+        // A listening socket whose backlog is full: connection attempts get no answer (a firewalled host).
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(listener, 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        XCTAssertEqual(listen(listener, 0), 0)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        var fillers: [Int32] = []
+        for _ in 0..<3 {
+            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) } }
+            fillers.append(filler)
+        }
+        addTeardownBlock { for fd in fillers + [listener] { close(fd) } }
+        usleep(200_000)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let config = #"{"collections": {"h": {"source": {"type": "http", "url": "http://127.0.0.1:\#(port)/items", "timeout": 1, "retries": 0}, "paging": {"strategy": "cursor"}}}}"#
+        let server = try startServer(config: config, arguments: ["--drain-timeout", "1"])
+        try expectMatch(
+            call(server, "loadNext", #"{"collection": "h"}"#, timeout: 30),
+            rpcError(nextId, #"{"code":-32002,"message":"<string>","data":{"collection":"h","attempts":1,"retryable":true,"message":"<string>"}}"#))
+        // The HTTP client's connection attempt goes on after the request gave up; the exit does not wait for it (it took ~30 s).
+        server.closeInput()
+        XCTAssertEqual(try server.waitForExit(timeout: 10), 0)
         try server.finish()
     }
 
