@@ -95,7 +95,9 @@ struct Params {
 
     func integer(_ key: String, min: Int = 0) throws(RPCError) -> Int? {
         guard let value = object?[key], !value.isNull else { return nil }
-        guard let number = value.integer, number >= min, let result = Int(exactly: number) else {
+        // A real with no fraction (`2.0`, `1e2`) is an integer too, as JSON Schema's "integer" says.
+        guard let number = value.integer ?? value.number.flatMap(Int64.init(exactly:)), number >= min,
+              let result = Int(exactly: number) else {
             throw .invalidParams(field: key, expected: "an integer ≥ \(min)")
         }
         return result

@@ -186,5 +186,14 @@ final class StateStoreTests: XCTestCase {
         XCTAssertEqual(page, #"{"collection":"c","items":[3,4],"page":2,"hasNext":true,"lastId":"p3","count":4}"#)
         let items = try await call(second, "items", #"{"collection":"c"}"#)
         XCTAssertEqual(items, #"{"collection":"c","items":[3,4],"count":4,"offset":2}"#)
+        // Integral reals are integers (JSON Schema's "integer"); a fraction is not.
+        let real = try await call(second, "items", #"{"collection":"c","offset":3.0,"limit":1e0}"#)
+        XCTAssertEqual(real, #"{"collection":"c","items":[4],"count":4,"offset":3}"#)
+        do {
+            _ = try await call(second, "items", #"{"collection":"c","limit":1.5}"#)
+            XCTFail("1.5 is not an integer")
+        } catch let error as RPCError {
+            XCTAssertEqual(error.code, -32602)
+        }
     }
 }
