@@ -55,13 +55,18 @@ final class LifecycleTests: EndToEndTestCase {
         try server.finish()
     }
 
-    func testSIGTERMWhileIdleExitsZero() throws {
+    /// After a reply, `signal` ends an idle server with status 0.
+    private func expectSignalWhileIdleExitsZero(_ signal: Int32) throws {
         let server = try startServer()
         try server.request("1", "status", #"{"collection": "demo"}"#)
         try expectMatch(server.reply("1"), #"{"jsonrpc":"2.0","id":1,"result":\#(Self.freshDemo)}"#)
-        server.sendSignal(SIGTERM)
+        server.sendSignal(signal)
         XCTAssertEqual(try server.waitForExit(), 0)
         try server.finish()
+    }
+
+    func testSIGTERMWhileIdleExitsZero() throws {
+        try expectSignalWhileIdleExitsZero(SIGTERM)
     }
 
     func testSIGTERMDrainIsBoundedByDrainTimeout() throws {
@@ -136,21 +141,11 @@ final class LifecycleTests: EndToEndTestCase {
 
     func testSIGHUPWhileIdleExitsZero() throws {
         // SIGHUP killed the server with the default action.
-        let server = try startServer()
-        try server.request("1", "status", #"{"collection": "demo"}"#)
-        try expectMatch(server.reply("1"), #"{"jsonrpc":"2.0","id":1,"result":\#(Self.freshDemo)}"#)
-        server.sendSignal(SIGHUP)
-        XCTAssertEqual(try server.waitForExit(), 0)
-        try server.finish()
+        try expectSignalWhileIdleExitsZero(SIGHUP)
     }
 
     func testSIGINTWhileIdleExitsZero() throws {
-        let server = try startServer()
-        try server.request("1", "status", #"{"collection": "demo"}"#)
-        try expectMatch(server.reply("1"), #"{"jsonrpc":"2.0","id":1,"result":\#(Self.freshDemo)}"#)
-        server.sendSignal(SIGINT)
-        XCTAssertEqual(try server.waitForExit(), 0)
-        try server.finish()
+        try expectSignalWhileIdleExitsZero(SIGINT)
     }
 
     func testClosedStdoutExitsQuietlyAndNonZero() throws {
@@ -177,28 +172,34 @@ final class LifecycleTests: EndToEndTestCase {
         // The drain was done, and the final flush waited for a reader forever.
         let server = try startServerNobodyReads([])
         server.sendSignal(SIGTERM)
-        XCTAssertEqual(try server.waitForExit(timeout: 30), 0)
-        server.resumeReading()
-        server.kill()
+        try expectExit(server)
     }
 
     func testEndOfInputEndsTheServerWhenStdoutIsNotRead() throws {
         let server = try startServerNobodyReads([])
         server.closeInput()
+        try expectExit(server)
+    }
+
+    /// Kills the watched parent of a server nobody reads; the server must exit.
+    private func expectExitWhenTheParentGoes(drainTimeout: String) throws {
+        let watched = try spawnProcess(["/bin/sleep", "60"])
+        let server = try startServerNobodyReads(["--drain-timeout", drainTimeout, "--parent-pid", "\(watched)"])
+        _ = Glibc.kill(watched, SIGKILL)
+        var status: Int32 = 0
+        _ = waitpid(watched, &status, 0)
+        try expectExit(server)
+    }
+
+    /// The server exits 0 (its last replies unread), then is cleaned up.
+    private func expectExit(_ server: ServerHarness) throws {
         XCTAssertEqual(try server.waitForExit(timeout: 30), 0)
         server.resumeReading()
         server.kill()
     }
 
     func testAGoneParentEndsTheServerWhenStdoutIsNotRead() throws {
-        let watched = try spawnProcess(["/bin/sleep", "60"])
-        let server = try startServerNobodyReads(["--parent-pid", "\(watched)"])
-        _ = Glibc.kill(watched, SIGKILL)
-        var status: Int32 = 0
-        _ = waitpid(watched, &status, 0)
-        XCTAssertEqual(try server.waitForExit(timeout: 30), 0)
-        server.resumeReading()
-        server.kill()
+        try expectExitWhenTheParentGoes(drainTimeout: "1")
     }
 
     func testASecondSIGTERMAbandonsTheLastReplies() throws {
@@ -207,20 +208,12 @@ final class LifecycleTests: EndToEndTestCase {
         server.sendSignal(SIGTERM)
         usleep(300_000)
         server.sendSignal(SIGTERM)
-        XCTAssertEqual(try server.waitForExit(timeout: 30), 0)
-        server.resumeReading()
-        server.kill()
+        try expectExit(server)
     }
 
     func testAGoneParentAbandonsTheLastReplies() throws {
-        let watched = try spawnProcess(["/bin/sleep", "60"])
-        let server = try startServerNobodyReads(["--drain-timeout", "1000", "--parent-pid", "\(watched)"])
-        _ = Glibc.kill(watched, SIGKILL)
-        var status: Int32 = 0
-        _ = waitpid(watched, &status, 0)
-        XCTAssertEqual(try server.waitForExit(timeout: 30), 0)
-        server.resumeReading()
-        server.kill()
+        // The parent check repeats the stop: the second one abandons the wait, whatever the drain timeout.
+        try expectExitWhenTheParentGoes(drainTimeout: "1000")
     }
 
     func testAPeerThatPausesReadingGetsEveryReplyEvenWithNoDrainTimeout() throws {
@@ -248,9 +241,7 @@ final class LifecycleTests: EndToEndTestCase {
         try server.request("1", "loadAll", #"{"collection": "c"}"#)
         XCTAssertTrue(server.waitUntilStdoutIsFull(timeout: 20))
         server.closeInput()
-        XCTAssertEqual(try server.waitForExit(timeout: 30), 0)
-        server.resumeReading()
-        server.kill()
+        try expectExit(server)
     }
 
     func testServerExitsWhenTheWatchedParentPidIsGone() throws {
