@@ -12,7 +12,32 @@ public final class Condition: @unchecked Sendable {
 
     public init() {
         pthread_mutex_init(mutex, nil)
-        pthread_cond_init(cond, nil)
+        // Deadlines count on the monotonic clock: a change of the wall clock neither stretches nor cuts a wait.
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(cond, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    /// The deadline `seconds` from now (at most about 30 years), for `wait(until:)`.
+    public static func deadline(after seconds: Double) -> timespec {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let wait = seconds.isNaN ? 0 : min(max(seconds, 0), 1e9)
+        var deadline = timespec(tv_sec: now.tv_sec + Int(wait), tv_nsec: now.tv_nsec + Int((wait - wait.rounded(.down)) * 1e9))
+        if deadline.tv_nsec >= 1_000_000_000 {
+            deadline.tv_sec += 1
+            deadline.tv_nsec -= 1_000_000_000
+        }
+        return deadline
+    }
+
+    /// Whether `deadline` (from `deadline(after:)`) has passed.
+    public static func isPast(_ deadline: timespec) -> Bool {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return now.tv_sec > deadline.tv_sec || (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec)
     }
 
     deinit {
@@ -32,7 +57,7 @@ public final class Condition: @unchecked Sendable {
     /// Waits for a signal; call only while holding the mutex (inside `locked`).
     public func wait() { pthread_cond_wait(cond, mutex) }
 
-    /// Waits for a signal or until `deadline` (CLOCK_REALTIME); call inside `locked`.
+    /// Waits for a signal or until `deadline` (from `deadline(after:)`); call inside `locked`.
     public func wait(until deadline: timespec) {
         var deadline = deadline
         pthread_cond_timedwait(cond, mutex, &deadline)

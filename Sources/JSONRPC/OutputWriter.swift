@@ -199,7 +199,7 @@ public final class OutputWriter: @unchecked Sendable {
             waiters += 1
             defer { waiters -= 1 }
             var lastWritten = written
-            var deadline = idleTimeout.map { Self.deadline(after: $0) }
+            var deadline = idleTimeout.map { Condition.deadline(after: $0) }
             while (pending > 0 || writing) && !broken {
                 if flushAbandoned { return false }
                 guard let timeout = idleTimeout, let until = deadline else {
@@ -209,8 +209,8 @@ public final class OutputWriter: @unchecked Sendable {
                 condition.wait(until: until)
                 if written != lastWritten {
                     lastWritten = written
-                    deadline = Self.deadline(after: timeout)
-                } else if Self.isPast(until) {
+                    deadline = Condition.deadline(after: timeout)
+                } else if Condition.isPast(until) {
                     return (pending == 0 && !writing) || broken
                 }
             }
@@ -223,26 +223,6 @@ public final class OutputWriter: @unchecked Sendable {
     public func abandonFlush() {
         condition.locked { flushAbandoned = true }
         condition.broadcast()
-    }
-
-    /// `seconds` from now on CLOCK_REALTIME, as `Condition.wait(until:)` takes it
-    /// (at most a day ahead).
-    private static func deadline(after seconds: Double) -> timespec {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let wait = min(max(seconds, 0), 86_400)
-        var deadline = timespec(tv_sec: now.tv_sec + Int(wait), tv_nsec: now.tv_nsec + Int((wait - wait.rounded(.down)) * 1e9))
-        if deadline.tv_nsec >= 1_000_000_000 {
-            deadline.tv_sec += 1
-            deadline.tv_nsec -= 1_000_000_000
-        }
-        return deadline
-    }
-
-    private static func isPast(_ deadline: timespec) -> Bool {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return now.tv_sec > deadline.tv_sec || (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec)
     }
 
     /// Most messages written with one `writev`.

@@ -115,7 +115,7 @@ final class ServerProcess: @unchecked Sendable {
     func wait(until deadline: timespec, for done: () -> Bool) -> Bool {
         condition.locked {
             while !done() {
-                if Self.passed(deadline) { return false }
+                if Condition.isPast(deadline) { return false }
                 condition.wait(until: deadline)
             }
             return true
@@ -130,19 +130,6 @@ final class ServerProcess: @unchecked Sendable {
         condition.locked {
             String(decoding: stderrTail, as: UTF8.self).split(separator: "\n").suffix(count).map(String.init)
         }
-    }
-
-    static func deadline(after seconds: Double) -> timespec {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let total = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 + seconds
-        return timespec(tv_sec: Int(total), tv_nsec: Int((total - total.rounded(.down)) * 1e9))
-    }
-
-    static func passed(_ deadline: timespec) -> Bool {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return now.tv_sec > deadline.tv_sec || (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec)
     }
 
     // MARK: Threads

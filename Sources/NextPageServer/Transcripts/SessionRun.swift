@@ -62,20 +62,20 @@ final class SessionRun {
             // ndjson line without its newline only becomes a message now).
             process.closeInput()
         }
-        let deadline = ServerProcess.deadline(after: timeout)
+        let deadline = Condition.deadline(after: timeout)
         if !process.wait(until: deadline, for: { process.hasExited }) {
             stopped = true
             process.kill()
-            _ = process.wait(until: ServerProcess.deadline(after: timeout), for: { process.hasExited })
+            _ = process.wait(until: Condition.deadline(after: timeout), for: { process.hasExited })
         }
-        _ = process.wait(until: ServerProcess.deadline(after: timeout), for: { process.outputEnded })
+        _ = process.wait(until: Condition.deadline(after: timeout), for: { process.outputEnded })
         process.condition.locked { match() }
     }
 
     /// Blocks until every expectation registered so far is matched, the
     /// server's output ended, or `timeout` passed (then stops waiting for those).
     private func waitForExpectations() {
-        let deadline = ServerProcess.deadline(after: timeout)
+        let deadline = Condition.deadline(after: timeout)
         _ = process.wait(until: deadline) {
             match()
             return process.outputEnded || expectations.allSatisfy { $0.actual != nil || $0.givenUp }
