@@ -15,5 +15,4 @@ final class ConditionTests: XCTestCase {
         let deadline = Condition.deadline(after: 0.9999999999)
         XCTAssertLessThan(deadline.tv_nsec, 1_000_000_000)
     }
-
 }
