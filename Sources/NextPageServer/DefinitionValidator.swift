@@ -61,6 +61,9 @@ public struct DefinitionValidator: Sendable {
         for (key, _) in json.members where key != "collections" && key != "$schema" {
             throw DefinitionError(field: key, expected: "no such field (known: collections)")
         }
+        if let schema = json["$schema"], schema.kind != .string {
+            throw DefinitionError(field: "$schema", expected: "a string")
+        }
         guard let collections = json["collections"] else {
             throw DefinitionError(field: "collections", expected: "an object of collection definitions")
         }
@@ -315,7 +318,9 @@ struct FieldReader {
     func integer(_ key: String, min: Int, max: Int? = nil) throws(DefinitionError) -> Int? {
         guard let value = object[key] else { return nil }
         let what = max.map { "an integer from \(min) to \($0)" } ?? "an integer ≥ \(min)"
-        guard let number = value.integer, number >= min, max.map({ number <= $0 }) ?? true, let result = Int(exactly: number) else {
+        // A real with no fraction (`10.0`) is an integer, as the schema's "integer" says.
+        guard let number = value.integer ?? value.number.flatMap(Int64.init(exactly:)), number >= min,
+              max.map({ number <= $0 }) ?? true, let result = Int(exactly: number) else {
             throw DefinitionError(field: name(key), expected: what)
         }
         return result

@@ -571,7 +571,7 @@ public enum EmbeddedSchemas {
           "required": true
         },
         {"name": "count", "schema": {"$ref": "#/components/schemas/Page/properties/count"}, "required": true},
-        {"name": "skipped", "schema": {"$ref": "#/components/schemas/Page/properties/skipped"}}
+        {"name": "lastError", "schema": {"$ref": "#/components/schemas/Page/properties/lastError"}}
       ],
       "x-notification": true,
       "x-direction": "server-to-client",

@@ -80,6 +80,7 @@ public final class NextPageService: RPCHandler {
         case "load", "loadNext", "reset", "status", "items", "loadAll":
             let params = try Params(request)
             let name = try params.requiredString("collection")
+            guard !name.isEmpty else { throw .invalidParams(field: "collection", expected: "a non-empty string") }
             guard let collection = await registry[name] else {
                 throw Wire.unknownCollection(name, known: await registry.names())
             }

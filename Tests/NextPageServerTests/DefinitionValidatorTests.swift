@@ -188,6 +188,18 @@ final class DefinitionValidatorTests: XCTestCase {
         let unnamed = configError(#"{"collections": {"": \#(definition())}}"#)
         XCTAssertTrue(unnamed?.field.hasPrefix("collections") ?? false, unnamed?.field ?? "no error for an empty name")
         XCTAssertEqual(configError(#"{"collections": {"x": 5}}"#)?.field, "collections.x")
+        XCTAssertEqual(configError(#"{"$schema": 1, "collections": {}}"#)?.field, "$schema")
+        XCTAssertNoThrow(try DefinitionValidator().validateConfig(JSON.parse(#"{"$schema": "config.schema.json", "collections": {}}"#)))
+    }
+
+    func testIntegersWrittenAsRealsAreIntegers() throws {
+        // JSON Schema's "integer" takes 10.0; the validator refused it.
+        let text = definition(paging: #"{"strategy": "page", "start": 2.0}"#, extra: #""pageSize": 10.0, "maxItems": 1e3, "prefetch": 1.0"#)
+        let valid = try DefinitionValidator().validate(JSON.parse(text), ignoring: ["name"])
+        XCTAssertEqual(valid.options.pageSize, 10)
+        XCTAssertEqual(valid.options.maxItems, 1000)
+        XCTAssertEqual(valid.paging.start, 2)
+        XCTAssertEqual(defineError(definition(extra: #""pageSize": 10.5"#))?.field, "pageSize")
     }
 
     // MARK: Valid definitions

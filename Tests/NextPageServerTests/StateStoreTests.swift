@@ -195,5 +195,12 @@ final class StateStoreTests: XCTestCase {
         } catch let error as RPCError {
             XCTAssertEqual(error.code, -32602)
         }
+        // An empty collection name is bad params (the schema's minLength 1), not an unknown collection.
+        do {
+            _ = try await call(second, "status", #"{"collection":""}"#)
+            XCTFail("an empty name is refused")
+        } catch let error as RPCError {
+            XCTAssertEqual(error.code, -32602)
+        }
     }
 }
