@@ -250,6 +250,7 @@ public final class Connection: @unchecked Sendable {
             tap?.incoming(body)
             return await handle(IncomingMessage.parse(body))
         case .tooLarge(let size):
+            tap?.tooLarge(size: size)
             emit(OutgoingMessage.error(id: nil, RPCError(
                 code: RPCError.invalidRequestCode,
                 message: "Invalid Request: message of \(size) bytes exceeds --max-message-bytes (\(options.maxMessageBytes))",

@@ -11,4 +11,10 @@ public protocol MessageTap: Sendable {
     func incoming(_ body: [UInt8])
     /// One message (or batch reply) as it is handed to the writer.
     func outgoing(_ message: RawJSON)
+    /// A message of `size` bytes, over `--max-message-bytes`, skipped unread.
+    func tooLarge(size: Int)
+}
+
+extension MessageTap {
+    public func tooLarge(size: Int) {}
 }

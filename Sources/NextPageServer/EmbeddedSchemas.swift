@@ -1464,6 +1464,8 @@ public enum EmbeddedSchemas {
     {"$ref": "#/$defs/InMessage"},
     {"$ref": "#/$defs/InText"},
     {"$ref": "#/$defs/InBytes"},
+    {"$ref": "#/$defs/InHex"},
+    {"$ref": "#/$defs/InSize"},
     {"$ref": "#/$defs/OutMessage"},
     {"$ref": "#/$defs/Ignore"},
     {"$ref": "#/$defs/Args"},
@@ -1496,6 +1498,22 @@ public enum EmbeddedSchemas {
       "required": ["dir", "text"],
       "additionalProperties": false,
       "properties": {"dir": {"const": "in"}, "text": {"type": "string"}, "comment": {"type": "string"}}
+    },
+    "InHex": {
+      "title": "InHex",
+      "description": "A message body given byte for byte as hex digit pairs, framed with the transcript's framing. The recorder writes this for bodies that are not UTF-8.",
+      "type": "object",
+      "required": ["dir", "hex"],
+      "additionalProperties": false,
+      "properties": {"dir": {"const": "in"}, "hex": {"type": "string", "pattern": "^([0-9a-fA-F]{2})*$"}, "comment": {"type": "string"}}
+    },
+    "InSize": {
+      "title": "InSize",
+      "description": "A message body of this many bytes, over `--max-message-bytes` (the server skips it unread, so its content is not kept); the replayer sends that many bytes, framed. The recorder writes this for every message over the limit.",
+      "type": "object",
+      "required": ["dir", "size"],
+      "additionalProperties": false,
+      "properties": {"dir": {"const": "in"}, "size": {"type": "integer", "minimum": 1, "maximum": 2147483647}, "comment": {"type": "string"}}
     },
     "InBytes": {
       "title": "InBytes",

@@ -79,6 +79,33 @@ final class TranscriptTests: EndToEndTestCase {
         XCTAssertEqual(replay.status, 0, replay.stdout)
     }
 
+    func testHostileInputIsRecordedSoThatItReplays() throws {
+        // A body that is not UTF-8 was recorded as text with U+FFFD (the replay got -32001, not -32700),
+        // and one over --max-message-bytes was not recorded at all (the replay missed its -32600).
+        for framing in [WireFraming.ndjson, .lsp] {
+            func frame(_ body: [UInt8]) -> [UInt8] {
+                framing == .lsp ? Array("Content-Length: \(body.count)\r\n\r\n".utf8) + body : body + [0x0A]
+            }
+            let directory = try temporaryDirectory()
+            let server = try startServer(
+                arguments: ["--transcript", "h.transcript.jsonl", "--max-message-bytes", "200"], framing: framing, in: directory)
+            try server.sendRaw(frame(Array(#"{"jsonrpc":"2.0","id":1,"method":"status","params":{"collection":""#.utf8) + [0xFF] + Array(#""}}"#.utf8)))
+            try expectMatch(server.nextMessage(), #"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"<string>","data":"<any>"}}"#)
+            try server.sendRaw(frame(Array(#"{"jsonrpc":"2.0","id":2,"method":"status","params":{"collection":"demo","pad":"\#(String(repeating: "0", count: 300))"}}"#.utf8)))
+            try expectMatch(server.nextMessage(), #"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"<string>","data":{"size":"<number>","limit":200}}}"#)
+            try server.request("3", "status", #"{"collection": "demo"}"#)
+            _ = try server.reply("3")
+            server.closeInput()
+            XCTAssertEqual(try server.waitForExit(), 0)
+            try server.finish()
+            let lines = try records(directory + "/h.transcript.jsonl")
+            XCTAssert(lines.contains { $0["hex"] != nil }, "\(lines)")
+            XCTAssert(lines.contains { $0["size"] != nil }, "\(lines)")
+            let replay = try runNextpage(["replay", "h.transcript.jsonl"], in: directory)
+            XCTAssertEqual(replay.status, 0, "\(framing): " + replay.stdout + replay.stderr)
+        }
+    }
+
     func testASessionEndingWithAStatusOtherThanZeroRecordsItAndReplays() throws {
         let directory = try temporaryDirectory()
         let server = try startServer(arguments: ["--transcript", "exit.transcript.jsonl"], in: directory)

@@ -16,6 +16,8 @@ final class TranscriptPartsTests: XCTestCase {
             {"dir": "in", "msg": {"jsonrpc": "2.0", "id": 1, "method": "status"}, "comment": "why"}
             {"dir": "in", "text": "not json"}
             {"dir": "in", "bytes": "\\r\\n"}
+            {"dir": "in", "hex": "7bFF7d"}
+            {"dir": "in", "size": 300}
 
             {"dir": "out", "msg": {"jsonrpc": "2.0", "id": 1, "result": null}}
             {"restart": "kill"}
@@ -24,12 +26,14 @@ final class TranscriptPartsTests: XCTestCase {
             """, path: "t")
         XCTAssertEqual(transcript.arguments, ["--config", "x.config.json", "--state", "${tmp}/s.json"])
         XCTAssertEqual(transcript.framing, .lsp)
-        XCTAssertEqual(transcript.lines.count, 12)
+        XCTAssertEqual(transcript.lines.count, 14)
         let kinds = transcript.lines.map { line -> String in
             switch line.record {
             case .send(.message): return "msg"
             case .send(.text(let text)): return "text:\(text)"
             case .send(.bytes(let bytes)): return "bytes:\(Array(bytes.utf8))"
+            case .send(.body(let bytes)): return "hex:\(bytes)"
+            case .send(.filler(let size)): return "size:\(size)"
             case .expect: return "out"
             case .ignore(let pointers, let id): return "ignore:\(pointers):\(id?.description ?? "-")"
             case .args: return "args"
@@ -41,7 +45,7 @@ final class TranscriptPartsTests: XCTestCase {
         }
         XCTAssertEqual(kinds, [
             "comment", "args", "framing", #"ignore:[["result", "elapsed"], ["params", "items", "*", "at"]]:-"#,
-            #"ignore:[["result"]]:"a""#, "msg", "text:not json", "bytes:[13, 10]", "comment", "out", "restart:kill", "exit:1",
+            #"ignore:[["result"]]:"a""#, "msg", "text:not json", "bytes:[13, 10]", "hex:[123, 255, 125]", "size:300", "comment", "out", "restart:kill", "exit:1",
         ])
     }
 
@@ -50,7 +54,9 @@ final class TranscriptPartsTests: XCTestCase {
             ("nope", "line 1: not JSON"),
             ("[1]", "line 1: a record must be an object"),
             (#"{"dir": "up", "msg": 1}"#, #"line 1: "dir" must be "in" or "out""#),
-            (#"{"dir": "in"}"#, #"line 1: an in record needs "msg", "text" or "bytes""#),
+            (#"{"dir": "in"}"#, #"line 1: an in record needs "msg", "text", "bytes", "hex" or "size""#),
+            (#"{"dir": "in", "hex": "7g"}"#, #"line 1: "hex" must be a string of hex digit pairs"#),
+            (#"{"dir": "in", "size": 0}"#, #"line 1: "size" must be a number of bytes"#),
             (#"{"dir": "out", "msg": {}, "extra": 1}"#, #"line 1: unexpected "extra" in this record"#),
             (#"{"ignore": ["result"]}"#, #"line 1: "ignore" must hold JSON Pointers ("/result/elapsed"), not "result""#),
             (#"{"framing": "xml"}"#, #"line 1: "framing" must be "ndjson" or "lsp""#),

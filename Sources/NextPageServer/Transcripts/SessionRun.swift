@@ -103,6 +103,8 @@ final class SessionRun {
         case .message(let json): return MessageFramer.frame(json.dump(), as: framing)
         case .text(let text): return MessageFramer.frame(Array(text.utf8), as: framing)
         case .bytes(let text): return Array(text.utf8)
+        case .body(let bytes): return MessageFramer.frame(bytes, as: framing)
+        case .filler(let size): return MessageFramer.frame([UInt8](repeating: UInt8(ascii: "x"), count: size), as: framing)
         }
     }
 

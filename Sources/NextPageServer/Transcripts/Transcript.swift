@@ -18,8 +18,10 @@ public struct TranscriptError: Error, Sendable, CustomStringConvertible {
 /// one record per line.
 ///
 /// - `{"dir": "in", "msg": M}`: a message sent to the server (framed by the replayer);
-///   `{"dir": "in", "text": T}` sends a body that is not JSON; `{"dir": "in", "bytes": B}`
-///   writes B to the server's stdin as it is, with no framing.
+///   `{"dir": "in", "text": T}` sends a body that is not JSON; `{"dir": "in", "hex": H}` a body
+///   given byte for byte (not UTF-8); `{"dir": "in", "size": N}` a body of N bytes (one over
+///   `--max-message-bytes`, skipped unread); `{"dir": "in", "bytes": B}` writes B to the
+///   server's stdin as it is, with no framing.
 /// - `{"dir": "out", "msg": M}`: a message the server must send: replies are matched by id,
 ///   notifications in order within their stream (same method and `collection` or `token`).
 /// - `{"ignore": [POINTER, ...]}`: parts of out messages not compared (RFC 6901 pointers
@@ -52,6 +54,43 @@ public struct Transcript: Sendable {
         case message(JSON)
         case text(String)
         case bytes(String)
+        /// A body given byte for byte (`hex`), framed.
+        case body([UInt8])
+        /// A body of this many bytes (`size`), framed; its content does not matter (it is over the limit).
+        case filler(Int)
+    }
+
+    /// `bytes` as lowercase hex digits.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes { out += [digits[Int(byte >> 4)], digits[Int(byte & 0xF)]] }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The bytes of a hex string; `nil` when it is not one.
+    static func bytes(hex text: String) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(digits.count / 2)
+        var index = 0
+        while index < digits.count {
+            guard let high = hexValue(digits[index]), let low = hexValue(digits[index + 1]) else { return nil }
+            out.append(high << 4 | low)
+            index += 2
+        }
+        return out
+    }
+
+    private static func hexValue(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return digit - UInt8(ascii: "A") + 10
+        default: return nil
+        }
     }
 
     /// How a `restart` ends the running server.
@@ -152,7 +191,19 @@ public struct Transcript: Sendable {
                     guard let value = bytes.string else { throw fail("\"bytes\" must be a string") }
                     return .send(.bytes(value))
                 }
-                throw fail("an in record needs \"msg\", \"text\" or \"bytes\"")
+                if let hex = json["hex"] {
+                    try only(["dir", "hex"])
+                    guard let value = hex.string.flatMap(Self.bytes(hex:)) else { throw fail("\"hex\" must be a string of hex digit pairs") }
+                    return .send(.body(value))
+                }
+                if let size = json["size"] {
+                    try only(["dir", "size"])
+                    guard let value = size.integer, value > 0, value <= Int64(Int32.max) else {
+                        throw fail("\"size\" must be a number of bytes from 1 to \(Int32.max)")
+                    }
+                    return .send(.filler(Int(value)))
+                }
+                throw fail("an in record needs \"msg\", \"text\", \"bytes\", \"hex\" or \"size\"")
             case "out":
                 try only(["dir", "msg"])
                 guard let msg = json["msg"] else { throw fail("an out record needs \"msg\"") }

@@ -11,7 +11,9 @@ import JSONRPC
 /// Writes, one JSON record per line: `{"args": [...]}` (the server's
 /// arguments, when known), `{"framing": "lsp"}` once LSP framing is
 /// detected, `{"dir": "in", "msg": ...}` for each message read (as parsed;
-/// `{"dir": "in", "text": "..."}` for a body that is not JSON),
+/// `{"dir": "in", "text": "..."}` for a body that is not JSON, `"hex"` for
+/// one that is not UTF-8 either, `{"dir": "in", "size": N}` for one over
+/// `--max-message-bytes`, which the server skipped unread),
 /// `{"dir": "out", "msg": ...}` for each message written, and
 /// `{"exitStatus": N}` when the server ends with a status other than 0.
 /// The defaults (ndjson, 0) are not written, so an ordinary session is its
@@ -56,11 +58,17 @@ public final class TranscriptRecorder: MessageTap, @unchecked Sendable {
             if let json = try? JSON.parse(body) {
                 let redacted = redactor.redactIncoming(json)
                 writeRecord(.object(["dir": .string("in"), "msg": RawJSON(trusted: redactor.scrub(redacted.dump()))]))
+            } else if let text = String(validating: body, as: UTF8.self) {
+                writeRecord(.object(["dir": .string("in"), "text": .string(redactor.scrub(text: text))]))
             } else {
-                let text = redactor.scrub(text: String(decoding: body, as: UTF8.self))
-                writeRecord(.object(["dir": .string("in"), "text": .string(text)]))
+                // Not UTF-8: kept byte for byte, so a replay sends what the server read.
+                writeRecord(.object(["dir": .string("in"), "hex": .string(Transcript.hex(body))]))
             }
         }
+    }
+
+    public func tooLarge(size: Int) {
+        lock.locked { writeRecord(.object(["dir": .string("in"), "size": .integer(size)])) }
     }
 
     public func outgoing(_ message: RawJSON) {
