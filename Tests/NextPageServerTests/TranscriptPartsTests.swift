@@ -97,6 +97,13 @@ final class TranscriptPartsTests: XCTestCase {
         XCTAssertEqual(SessionRun.key(try JSON.parse(#"{"jsonrpc":"2.0","id":"7","result":1}"#)), #"reply:"7""#)
         XCTAssertEqual(SessionRun.key(try JSON.parse(#"{"jsonrpc":"2.0","id":7,"error":{}}"#)), "reply:7")
         XCTAssertEqual(SessionRun.key(try JSON.parse(#"[{"id":1},{"id":null}]"#)), "batch:1,null")
+        // A batch's replies in another order are the same batch, compared member by member by id.
+        let recorded = try JSON.parse(#"[{"id":"s4","result":1},{"id":null,"error":{"code":-32600}},{"id":3,"result":2}]"#)
+        let reversed = try JSON.parse(#"[{"id":3,"result":2},{"id":null,"error":{"code":-32600}},{"id":"s4","result":1}]"#)
+        XCTAssertEqual(SessionRun.key(recorded), SessionRun.key(reversed))
+        XCTAssertEqual(SessionRun.compare(recorded, reversed, ignores: TranscriptReplayer.Ignores()), [])
+        let changed = try JSON.parse(#"[{"id":3,"result":5},{"id":null,"error":{"code":-32600}},{"id":"s4","result":1}]"#)
+        XCTAssertEqual(SessionRun.compare(recorded, changed, ignores: TranscriptReplayer.Ignores()), ["/2/result: expected 2, got 5"])
         XCTAssertEqual(SessionRun.key(try JSON.parse(#"{"jsonrpc":"2.0","method":"page","params":{"collection":"c"}}"#)), #"notification:page|collection="c""#)
         XCTAssertEqual(SessionRun.key(try JSON.parse(#"{"jsonrpc":"2.0","method":"$/progress","params":{"token":3}}"#)), "notification:$/progress|token=3")
     }

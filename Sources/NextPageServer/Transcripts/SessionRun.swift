@@ -144,14 +144,18 @@ final class SessionRun {
         return lines
     }
 
-    /// Compares one message, member by member for a batch reply.
+    /// Compares one message, member by member (paired by id) for a batch reply.
     static func compare(_ expected: JSON, _ actual: JSON, ignores: TranscriptReplayer.Ignores) -> [String] {
         if expected.kind == .array, actual.kind == .array {
             let left = expected.elements
             let right = actual.elements
             var lines: [String] = []
-            for index in 0..<min(left.count, right.count) {
-                let details = JSONDiff.differences(left[index], right[index], ignoring: ignores.pointers(for: left[index]))
+            // Members are paired by id (a batch's replies may come in any order), then in order among equal ids.
+            var unpaired = Array(right.indices)
+            for (index, member) in left.enumerated() {
+                let id = member["id"]?.compactString ?? "-"
+                guard let found = unpaired.firstIndex(where: { (right[$0]["id"]?.compactString ?? "-") == id }) else { continue }
+                let details = JSONDiff.differences(member, right[unpaired.remove(at: found)], ignoring: ignores.pointers(for: member))
                 lines += details.map { "/\(index)" + ($0.hasPrefix("/") ? $0 : ": " + $0) }
             }
             if left.count != right.count { lines.append("expected \(left.count) replies in the batch, got \(right.count)") }
@@ -256,7 +260,8 @@ final class SessionRun {
     static func key(_ message: JSON) -> String {
         switch message.kind {
         case .array:
-            return "batch:" + message.elements.map { $0["id"]?.compactString ?? "-" }.joined(separator: ",")
+            // The ids in order, so that replies in another order match too.
+            return "batch:" + message.elements.map { $0["id"]?.compactString ?? "-" }.sorted().joined(separator: ",")
         case .object:
             if let method = message["method"]?.string, message["id"] == nil {
                 return "notification:" + method + "|" + stream(message)
