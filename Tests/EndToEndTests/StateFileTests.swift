@@ -46,14 +46,18 @@ final class StateFileTests: EndToEndTestCase {
         XCTAssertLessThanOrEqual(printedPages, stuck - 1)
         XCTAssertGreaterThan(printedPages, 0)
         let saved = try JSONValue.parse(String(contentsOfFile: directory + "/run.state", encoding: .utf8))
-        XCTAssertEqual(saved["collections"]?["c"]?["lastId"], .string("p\(printedPages + 1)"))
-        XCTAssertEqual(saved["collections"]?["c"]?["pages"], .int(Int64(printedPages)))
+        // The state names the page after the last one printed; or, when the
+        // kill fell between a page's write and its save (README: the shell
+        // commands save after writing), the page before, printed again next run.
+        let savedPages = Int(saved["collections"]?["c"]?["pages"]?.intValue ?? -1)
+        XCTAssert([printedPages, printedPages - 1].contains(savedPages), "saved \(savedPages) pages, printed \(printedPages)")
+        XCTAssertEqual(saved["collections"]?["c"]?["lastId"], .string("p\(savedPages + 1)"))
 
         try fifo.replace(withFile: pageText(stuck, size: size, pages: pages))
         let second = try runNextpage(["all", "c", "--state", "run.state"], in: directory)
         XCTAssertEqual(second.status, 0, second.stderr)
         let after = try ids(ofLines: second.lines)
-        XCTAssertEqual(before + after, Array(1...Int64(pages * size)), "every item exactly once, in order")
+        XCTAssertEqual(Array(before.prefix(savedPages * size)) + after, Array(1...Int64(pages * size)), "every saved item once, in order")
     }
 
     func testNextKilledWithSIGKILLWhileFetchingLeavesTheCursorOnThatPage() throws {
