@@ -1,5 +1,6 @@
 import Jansson
 import JSONRPC
+import NextPage
 
 /// A transcript that cannot be read or has a record nextpage does not know.
 public struct TranscriptError: Error, Sendable, CustomStringConvertible {
@@ -77,20 +78,11 @@ public struct Transcript: Sendable {
         out.reserveCapacity(digits.count / 2)
         var index = 0
         while index < digits.count {
-            guard let high = hexValue(digits[index]), let low = hexValue(digits[index + 1]) else { return nil }
+            guard let high = HTTPURL.hexValue(digits[index]), let low = HTTPURL.hexValue(digits[index + 1]) else { return nil }
             out.append(high << 4 | low)
             index += 2
         }
         return out
-    }
-
-    private static func hexValue(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return digit - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 
     /// How a `restart` ends the running server.
