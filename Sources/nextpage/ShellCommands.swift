@@ -77,7 +77,8 @@ struct Next: AsyncParsableCommand {
             With --state F the cursor is kept in F, so each run prints the page after the last one:
               while nextpage next demo --state demo.state > page.json; do jq -c '.items[]' page.json; done
             Exit status: 0 a page was loaded; 1 the collection was already at its end (the page printed \
-            has no items); 2 bad config or unknown collection; 3 state file unusable; 4 the source failed;             5 stdout cannot be written, or another error.
+            has no items); 2 bad config or unknown collection; 3 state file unusable; 4 the source failed; \
+            5 stdout cannot be written, or another error.
             """)
 
     @Argument(help: "The collection.")
@@ -106,7 +107,8 @@ struct All: AsyncParsableCommand {
             Continues from where the collection stands (with --state, from the saved cursor) to the end of \
             the source or a limit. A progress line (items, pages, rate) is shown on stderr when stderr is a \
             terminal. Exit status: 0 the end or a limit was reached; 2 bad config or unknown collection; \
-            3 state file unusable; 4 the source failed (the items printed so far stay printed and saved);             5 stdout cannot be written, or another error.
+            3 state file unusable; 4 the source failed (the items printed so far stay printed and saved); \
+            5 stdout cannot be written, or another error.
             """)
 
     @Argument(help: "The collection.")
