@@ -146,6 +146,12 @@ public final class JSON: @unchecked Sendable {
         kind == .integer ? Int64(json_integer_value(pointer)) : nil
     }
 
+    /// The integer, or a real with no fraction that fits one (`10.0`, `1e2`:
+    /// JSON Schema's "integer"); `nil` otherwise.
+    public var integralValue: Int64? {
+        integer ?? number.flatMap(Int64.init(exactly:))
+    }
+
     /// The number as a double (integers converted), or `nil` when not a number.
     public var number: Double? {
         switch kind {

@@ -318,9 +318,8 @@ struct FieldReader {
     func integer(_ key: String, min: Int, max: Int? = nil) throws(DefinitionError) -> Int? {
         guard let value = object[key] else { return nil }
         let what = max.map { "an integer from \(min) to \($0)" } ?? "an integer ≥ \(min)"
-        // A real with no fraction (`10.0`) is an integer, as the schema's "integer" says.
-        guard let number = value.integer ?? value.number.flatMap(Int64.init(exactly:)), number >= min,
-              max.map({ number <= $0 }) ?? true, let result = Int(exactly: number) else {
+        guard let number = value.integralValue, number >= min, max.map({ number <= $0 }) ?? true,
+              let result = Int(exactly: number) else {
             throw DefinitionError(field: name(key), expected: what)
         }
         return result

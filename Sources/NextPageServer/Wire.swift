@@ -95,9 +95,7 @@ struct Params {
 
     func integer(_ key: String, min: Int = 0) throws(RPCError) -> Int? {
         guard let value = object?[key], !value.isNull else { return nil }
-        // A real with no fraction (`2.0`, `1e2`) is an integer too, as JSON Schema's "integer" says.
-        guard let number = value.integer ?? value.number.flatMap(Int64.init(exactly:)), number >= min,
-              let result = Int(exactly: number) else {
+        guard let number = value.integralValue, number >= min, let result = Int(exactly: number) else {
             throw .invalidParams(field: key, expected: "an integer ≥ \(min)")
         }
         return result

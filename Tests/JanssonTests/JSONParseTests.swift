@@ -221,4 +221,9 @@ final class JSONParseTests: XCTestCase {
         XCTAssertTrue(json.compactString.contains("0.10000000000000001"))
         XCTAssertTrue(try JSON.parse(shortest).isEqual(to: json))
     }
+
+    func testIntegralValueTakesIntegersAndWholeReals() throws {
+        let values = try JSON.parse("[3, 10.0, 1e2, -0.0, 2.5, 1e300, \"4\", null]").elements.map(\.integralValue)
+        XCTAssertEqual(values, [3, 10, 100, 0, nil, nil, nil, nil])
+    }
 }
