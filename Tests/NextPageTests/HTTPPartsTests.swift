@@ -232,5 +232,9 @@ final class HTTPPartsTests: XCTestCase {
         }
         XCTAssertEqual(HTTPURL.origin("http://u:p@[::1]/x"), "http://[::1]:80")
         XCTAssertNil(HTTPURL.origin("/relative"))
+        for (url, host, port) in [("http://u:p@[::1]:8080/x", "[::1]", "8080"), ("https://u@H.example:444", "h.example", "444"), ("http://h", "h", "")] {
+            XCTAssertEqual(HTTPURL.parts(url).host, host, url)
+            XCTAssertEqual(HTTPURL.parts(url).port, port, url)
+        }
     }
 }

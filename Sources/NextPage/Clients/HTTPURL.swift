@@ -24,15 +24,25 @@ public enum HTTPURL {
         }
 
         /// The host, without user info or port, lowercased; `nil` without an authority.
-        public var host: String? {
+        public var host: String? { hostAndPort.map { String($0.host).lowercased() } }
+
+        /// The port as written (`""` when none is); `nil` without an authority.
+        public var port: String? { hostAndPort.map { String($0.port) } }
+
+        /// The authority without its user info, split at the port's colon (an
+        /// IPv6 host keeps its brackets and colons).
+        private var hostAndPort: (host: Substring, port: Substring)? {
             guard let authority else { return nil }
             var rest = Substring(authority)
             if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+            let hostEnd: Substring.Index
             if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
-                return String(rest[...close]).lowercased()
+                hostEnd = rest.index(after: close)
+            } else {
+                hostEnd = rest.lastIndex(of: ":") ?? rest.endIndex
             }
-            if let colon = rest.lastIndex(of: ":") { rest = rest[..<colon] }
-            return String(rest).lowercased()
+            let port = rest[hostEnd...].first == ":" ? rest[rest.index(after: hostEnd)...] : ""
+            return (rest[..<hostEnd], port)
         }
     }
 
@@ -73,11 +83,7 @@ public enum HTTPURL {
     /// port (80 or 443 when none is written); `nil` without a host.
     public static func origin(_ url: String) -> String? {
         let parts = parts(url)
-        guard let scheme = parts.scheme?.lowercased(), let host = parts.host, let authority = parts.authority else { return nil }
-        var rest = Substring(authority)
-        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
-        if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") { rest = rest[rest.index(after: close)...] }
-        var port = rest.lastIndex(of: ":").map { String(rest[rest.index(after: $0)...]) } ?? ""
+        guard let scheme = parts.scheme?.lowercased(), let host = parts.host, var port = parts.port else { return nil }
         if port.isEmpty { port = scheme == "https" ? "443" : scheme == "http" ? "80" : "" }
         return scheme + "://" + host + ":" + port
     }
