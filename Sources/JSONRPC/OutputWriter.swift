@@ -192,16 +192,13 @@ public final class OutputWriter: @unchecked Sendable {
     /// Blocks until everything queued has been written (or the stream
     /// broke). With `idleTimeout`, gives up when the reader has taken
     /// nothing for that many seconds; `abandonFlush()` ends it at once.
-    /// Returns whether everything was written.
-    @discardableResult
-    public func flush(idleTimeout: Double? = nil) -> Bool {
+    public func flush(idleTimeout: Double? = nil) {
         condition.locked {
             waiters += 1
             defer { waiters -= 1 }
             var lastWritten = written
             var deadline = idleTimeout.map { Condition.deadline(after: $0) }
-            while (pending > 0 || writing) && !broken {
-                if flushAbandoned { return false }
+            while (pending > 0 || writing) && !broken && !flushAbandoned {
                 guard let timeout = idleTimeout, let until = deadline else {
                     condition.wait()
                     continue
@@ -211,10 +208,9 @@ public final class OutputWriter: @unchecked Sendable {
                     lastWritten = written
                     deadline = Condition.deadline(after: timeout)
                 } else if Condition.isPast(until) {
-                    return (pending == 0 && !writing) || broken
+                    return
                 }
             }
-            return !broken
         }
     }
 

@@ -178,11 +178,10 @@ public struct UpstreamPage: JSONDecodable {
             page.hasNextFlag = value
         }
         if let totalPointer = paging.total {
-            guard let total = root.pointer(totalPointer), !(total.isNull && paging.hasNext != nil) else {
-                // With a `hasNext` pointer, that is the end test: a page without a total (or with null) is fine.
-                if paging.hasNext != nil { return }
-                throw missing(totalPointer, "total")
-            }
+            let found = root.pointer(totalPointer)
+            // With a `hasNext` pointer, that is the end test: a page without a total (or with null) is fine.
+            if paging.hasNext != nil && (found?.isNull ?? true) { return }
+            guard let total = found else { throw missing(totalPointer, "total") }
             guard let value = total.integer ?? total.number.map(clampedInteger) else {
                 throw LoadError.undecodable(PageDecodingFailure(
                     pointer: totalPointer, message: "expected a number at '\(totalPointer)'"))
