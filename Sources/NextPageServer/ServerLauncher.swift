@@ -77,6 +77,8 @@ public enum ServerLauncher {
     /// Serves JSON-RPC on stdin/stdout until end of input, `exit`, a signal
     /// or the parent's death; returns the process exit status.
     public static func serve(settings: ServerSettings, logger: Logger) async throws -> Int32 {
+        // A stop signal from now on is counted until the Dispatch sources below take over.
+        StopSignals.catchEarly()
         let loaded = try collections(configPath: settings.configPath)
         let stateStore = try settings.statePath.map { path throws(StateFileError) in
             try StateStore(path: path, commit: .immediately, logger: logger)
@@ -112,8 +114,7 @@ public enum ServerLauncher {
 
         var sources: [any DispatchSourceProtocol] = []
         // SIGHUP (the terminal or session that started the server went away) ends it the same way.
-        for signalNumber in [SIGTERM, SIGINT, SIGHUP] {
-            signal(signalNumber, SIG_IGN)
+        for signalNumber in StopSignals.numbers {
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler {
                 logger.info("signal received, draining", metadata: ["signal": "\(signalNumber)"])
@@ -138,6 +139,14 @@ public enum ServerLauncher {
         }
         timer.resume()
         sources.append(timer)
+        // Nothing is read before the signal sources are registered: a
+        // client that signals once it has a reply is always heard.
+        let signals = await StopSignals.armed()
+        if !signals.registered { logger.warning("signal handlers not confirmed registered; serving anyway") }
+        for _ in 0..<min(signals.earlier, 2) {
+            logger.info("signal received before serving, draining")
+            connection.stop()
+        }
 
         let ending = await connection.run()
         for source in sources { source.cancel() }

@@ -69,6 +69,39 @@ final class LifecycleTests: EndToEndTestCase {
         try expectSignalWhileIdleExitsZero(SIGTERM)
     }
 
+    /// A stop signal that comes while the server is still starting (here,
+    /// waiting for its config, a FIFO) is neither fatal nor lost: once
+    /// started, the server drains and exits 0. (The kernel discards a signal
+    /// whose disposition is "ignore", and the default action kills.)
+    func testSIGTERMWhileStartingStopsTheServerOnceStarted() throws {
+        let directory = try temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory + "/pages", withIntermediateDirectories: true)
+        let config = try makeFifo(directory + "/nextpage.json")
+        let server = try startServer(in: directory)
+        // The server has the FIFO open: it is inside startup, past the point where it catches signals.
+        let opened = Date(timeIntervalSinceNow: 10)
+        while !Self.hasOpen(pid: server.pid, path: config.path) {
+            guard Date() < opened else { return XCTFail("the server never opened its config FIFO; stderr: \(server.stderrText)") }
+            usleep(2_000)
+        }
+        server.sendSignal(SIGTERM)
+        usleep(50_000)
+        XCTAssertFalse(server.hasExited, "SIGTERM during startup killed the server: \(server.terminatingSignal.map(String.init) ?? "-")")
+        config.write(fileConfig(paging: #"{"strategy": "cursor"}"#))
+        XCTAssertEqual(try server.waitForExit(), 0, "stderr: \(server.stderrText)")
+        XCTAssertNil(server.terminatingSignal)
+        XCTAssertTrue(server.stderrText.contains("signal received before serving"), server.stderrText)
+        try server.finish()
+    }
+
+    /// Whether process `pid` has `path` open.
+    private static func hasOpen(pid: pid_t, path: String) -> Bool {
+        let folder = "/proc/\(pid)/fd"
+        let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return entries.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: folder + "/" + $0)) == target }
+    }
+
     func testSIGTERMDrainIsBoundedByDrainTimeout() throws {
         let directory = try temporaryDirectory()
         _ = try makeFifo(directory + "/pages/first.json")
