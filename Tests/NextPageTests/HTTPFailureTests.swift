@@ -272,6 +272,37 @@ final class HTTPFailureTests: HTTPSourceTestCase {
         }
     }
 
+    /// A redirect to another origin (here `localhost` instead of
+    /// `127.0.0.1`) does not carry the source's credentials there.
+    func testARedirectToAnotherOriginGetsNoCredentials() async throws {
+        try await withServer({ request in
+            switch request.uri {
+            case "/same": return .status(302, headers: [("Location", "/other")])
+            case "/other": return .status(307, headers: [("Location", request.header("Host-Redirect") ?? "")])
+            case "/items": return .json(#"{"items": [{"id": 1}], "next_cursor": null}"#)
+            default: return .status(404)
+            }
+        }) { server, transport in
+            let elsewhere = server.baseURL.replacingOccurrences(of: "127.0.0.1", with: "localhost") + "/items"
+            XCTAssertNotEqual(elsewhere, server.baseURL + "/items")
+            let source = HTTPSource(url: server.baseURL + "/same", headers: [
+                ("X-Api-Key", "k-secret-1"), ("Authorization", "Bearer t0ken"), ("X-Tenant", "acme"), ("Host-Redirect", elsewhere),
+            ])
+            let collection = collection(source, Paging(strategy: .cursor), transport: transport)
+            let result = try await loadAll(collection)
+            XCTAssertEqual(result.ids, ["1"])
+            let requests = server.requests
+            XCTAssertEqual(requests.map(\.uri), ["/same", "/other", "/items"])
+            for same in requests.prefix(2) {
+                XCTAssertEqual(same.header("X-Api-Key"), "k-secret-1", same.uri)
+                XCTAssertEqual(same.header("Authorization"), "Bearer t0ken", same.uri)
+            }
+            XCTAssertNil(requests[2].header("X-Api-Key"))
+            XCTAssertNil(requests[2].header("Authorization"))
+            XCTAssertEqual(requests[2].header("X-Tenant"), "acme")
+        }
+    }
+
     func testTooManyRedirectsFailWithoutRetry() async throws {
         try await withServer({ request in
             let hop = Int(request.queryValue("hop") ?? "0") ?? 0

@@ -237,4 +237,48 @@ final class HTTPPartsTests: XCTestCase {
             XCTAssertEqual(HTTPURL.parts(url).port, port, url)
         }
     }
+
+    func testARedirectKeepsCredentialsOnlyOnTheSameOrigin() throws {
+        let request = HTTPExchangeRequest(method: "GET", url: "https://api.example.com/v1/items?page=2", headers: [
+            ("Authorization", "Bearer t0ken-value"), ("X-Api-Key", "k-1"), ("Cookie", "s=1"), ("Origin", "https://app.example.com"),
+            ("X-Page-Token", "cursor-7"), ("X-Tenant", "acme"), ("Accept", "application/json"),
+        ], cursorHeader: "x-page-token")
+        let names = request.headers.map(\.name)
+        func next(_ location: String?, status: Int = 302) -> HTTPExchangeRequest? {
+            HTTPRedirect.next(after: request, status: status, location: location)
+        }
+        XCTAssertEqual(next("/v2/items?page=2")?.url, "https://api.example.com/v2/items?page=2")
+        XCTAssertEqual(next("/v2/items?page=2")?.headers.map(\.name), names, "same origin: every header")
+        XCTAssertEqual(next("https://API.example.com:443/x")?.headers.map(\.name), names, "same origin, however written")
+        for other in ["https://cdn.example.net/items", "http://api.example.com/items", "https://api.example.com:8443/items"] {
+            // The cursor header is not a credential: the redirected request still asks for the same page.
+            XCTAssertEqual(next(other)?.headers.map(\.name), ["X-Page-Token", "X-Tenant", "Accept"], other)
+            XCTAssertEqual(next(other)?.url, other)
+        }
+        XCTAssertEqual(next("items?x=[1]")?.url, "https://api.example.com/v1/items?x=%5B1%5D", "relative, and encoded as sent")
+        XCTAssertNil(next("ftp://files.example.com/x"), "only http(s) is followed")
+        XCTAssertNil(next(nil), "no Location")
+        XCTAssertNil(next("/x", status: 304))
+        XCTAssertNil(next("/x", status: 200))
+    }
+
+    func testARedirectChangesTheMethodAsBrowsersDo() throws {
+        let post = HTTPExchangeRequest(
+            method: "POST", url: "http://h/search", headers: [("Content-Type", "application/json"), ("Accept", "application/json")],
+            body: Array(#"{"q":1}"#.utf8))
+        for status in [301, 302, 303] {
+            let next = try XCTUnwrap(HTTPRedirect.next(after: post, status: status, location: "/results"))
+            XCTAssertEqual(next.method, "GET", "\(status)")
+            XCTAssertNil(next.body, "\(status)")
+            XCTAssertEqual(next.headers.map(\.name), ["Accept"], "\(status)")
+        }
+        for status in [307, 308] {
+            let next = try XCTUnwrap(HTTPRedirect.next(after: post, status: status, location: "/results"))
+            XCTAssertEqual(next.method, "POST", "\(status)")
+            XCTAssertEqual(next.body, post.body, "\(status)")
+            XCTAssertEqual(next.headers.map(\.name), ["Content-Type", "Accept"], "\(status)")
+        }
+        let get = HTTPExchangeRequest(method: "GET", url: "http://h/a")
+        XCTAssertEqual(HTTPRedirect.next(after: get, status: 303, location: "/b")?.method, "GET")
+    }
 }

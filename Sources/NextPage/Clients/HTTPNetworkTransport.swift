@@ -6,10 +6,12 @@ import NIOHTTP1
 /// The network, through one AsyncHTTPClient shared by every `http` source
 /// of the process.
 ///
-/// The AsyncHTTPClient is created on first use and configured to follow up
-/// to `maxRedirects` redirects, to decompress gzip and deflate bodies
+/// The AsyncHTTPClient is created on first use and configured to decompress
+/// gzip and deflate bodies
 /// (it sends `Accept-Encoding: deflate, gzip` unless a request sets its own),
-/// and to fail an attempt whose connection cannot be made at once.
+/// and to fail an attempt whose connection cannot be made at once. Redirects
+/// (up to `maxRedirects`, no cycles) are followed here, as `HTTPRedirect`
+/// says, so that no credential follows one to another origin.
 /// `shutdown()` closes it when the server stops; requests made after that
 /// (a page still being fetched ahead, say) fail at once.
 public final class HTTPNetworkTransport: HTTPTransport {
@@ -37,7 +39,8 @@ public final class HTTPNetworkTransport: HTTPTransport {
             case .idle: break
             }
             var configuration = HTTPClient.Configuration()
-            configuration.redirectConfiguration = .follow(max: Self.maxRedirects, allowCycles: false)
+            // `exchange` follows redirects itself (`HTTPRedirect`).
+            configuration.redirectConfiguration = .disallow
             // Bodies are bounded by `maxBodyBytes` as they are read, decompressed.
             configuration.decompression = .enabled(limit: .none)
             // A connection that cannot be made fails the attempt at once:
@@ -85,17 +88,12 @@ public final class HTTPNetworkTransport: HTTPTransport {
     /// must finish within `timeout` seconds.
     public func perform(_ request: HTTPExchangeRequest, timeout: Double, maxBodyBytes: Int) async throws(HTTPTransportError) -> HTTPExchangeResponse {
         if Task.isCancelled { throw .cancelled }
-        var outgoing = HTTPClientRequest(url: request.url)
-        outgoing.method = HTTPMethod(rawValue: request.method)
-        for header in request.headers { outgoing.headers.add(name: header.name, value: header.value) }
-        if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
         let nanoseconds = UInt64(min(max(timeout, 0), 86_400) * 1e9)
         guard let client = httpClient else { throw .connection("the HTTP client has been shut down") }
-        let prepared = outgoing
         do {
             return try await withThrowingTaskGroup(of: HTTPExchangeResponse?.self) { group in
                 group.addTask {
-                    try await Self.exchange(prepared, on: client, deadline: .now() + .nanoseconds(Int64(nanoseconds)), maxBodyBytes: maxBodyBytes)
+                    try await Self.exchange(request, on: client, deadline: .now() + .nanoseconds(Int64(nanoseconds)), maxBodyBytes: maxBodyBytes)
                 }
                 group.addTask {
                     try await Task.sleep(nanoseconds: nanoseconds)
@@ -110,14 +108,31 @@ public final class HTTPNetworkTransport: HTTPTransport {
         }
     }
 
-    private static func exchange(_ request: HTTPClientRequest, on client: HTTPClient, deadline: NIODeadline, maxBodyBytes: Int) async throws -> HTTPExchangeResponse {
-        let response = try await client.execute(request, deadline: deadline)
-        let body = try await response.body.collect(upTo: maxBodyBytes)
-        return HTTPExchangeResponse(
-            status: Int(response.status.code),
-            headers: response.headers.map { ($0.name, $0.value) },
-            body: Array(body.readableBytesView),
-            url: response.history.last?.request.url ?? request.url)
+    /// Sends `first` and follows its redirects; the answer of the last.
+    private static func exchange(_ first: HTTPExchangeRequest, on client: HTTPClient, deadline: NIODeadline, maxBodyBytes: Int) async throws -> HTTPExchangeResponse {
+        var request = first
+        var visited: Set<String> = [first.url]
+        while true {
+            var outgoing = HTTPClientRequest(url: request.url)
+            outgoing.method = HTTPMethod(rawValue: request.method)
+            for header in request.headers { outgoing.headers.add(name: header.name, value: header.value) }
+            if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
+            let response = try await client.execute(outgoing, deadline: deadline)
+            if let next = HTTPRedirect.next(after: request, status: Int(response.status.code), location: response.headers.first(name: "location")) {
+                // The redirect's own body is read (a little of it) and dropped.
+                _ = try? await response.body.collect(upTo: 64 << 10)
+                guard visited.count <= maxRedirects else { throw HTTPClientError.redirectLimitReached }
+                guard visited.insert(next.url).inserted else { throw HTTPClientError.redirectCycleDetected }
+                request = next
+                continue
+            }
+            let body = try await response.body.collect(upTo: maxBodyBytes)
+            return HTTPExchangeResponse(
+                status: Int(response.status.code),
+                headers: response.headers.map { ($0.name, $0.value) },
+                body: Array(body.readableBytesView),
+                url: request.url)
+        }
     }
 
     private static func transportError(_ error: any Error, maxBodyBytes: Int) -> HTTPTransportError {

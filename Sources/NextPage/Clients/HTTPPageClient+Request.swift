@@ -113,7 +113,8 @@ extension HTTPPageClient {
         setDefault("Accept", "application/json")
         setDefault("User-Agent", "nextpage")
         if body != nil { setDefault("Content-Type", "application/json") }
-        return HTTPExchangeRequest(method: source.method.rawValue, url: url, headers: headers, body: body?.dumpShortestReals())
+        return HTTPExchangeRequest(
+            method: source.method.rawValue, url: url, headers: headers, body: body?.dumpShortestReals(), cursorHeader: paging.header)
     }
 
     /// Puts `value` at `pointer` inside `root`, creating missing objects

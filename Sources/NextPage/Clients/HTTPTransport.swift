@@ -9,12 +9,16 @@ public struct HTTPExchangeRequest: Sendable {
     public var headers: [(name: String, value: String)]
     /// The body (a JSON document), if any.
     public var body: [UInt8]?
+    /// The header that carries the cursor (`paging.header`), if any: it is
+    /// not a credential, and a redirect keeps it (`HTTPRedirect`).
+    public var cursorHeader: String?
 
-    public init(method: String, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil) {
+    public init(method: String, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil, cursorHeader: String? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
+        self.cursorHeader = cursorHeader
     }
 }
 
