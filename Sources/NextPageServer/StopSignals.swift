@@ -62,7 +62,7 @@ enum StopSignals {
                 return handler > 1 && handler != ours
             }
             if registered || DispatchTime.now() >= deadline { break }
-            try? await Task.sleep(for: .milliseconds(1))
+            try? await Task.sleep(for: .microseconds(100))
         }
         return (early.load(ordering: .relaxed), registered)
     }
