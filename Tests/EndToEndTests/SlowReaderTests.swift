@@ -72,6 +72,20 @@ final class SlowReaderTests: EndToEndTestCase {
         server.timeout = 60
         server.pauseReading()
         try server.request("1", "loadAll", #"{"collection": "many"}"#)
+        // Until a megabyte of replies waits, the server reads on: on a busy
+        // machine the blank lines below could all be read before loadAll has
+        // written that much. So first wait until loadAll stops between pages
+        // (its saved page count holds still for a second).
+        var settled = (pages: -1, since: Date())
+        let deadline = Date(timeIntervalSinceNow: 30)
+        while Date().timeIntervalSince(settled.since) < 1 {
+            let state = try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: directory + "/run.state")))
+            let pages = Int(state?["collections"]?["many"]?["pages"]?.intValue ?? -1)
+            if pages != settled.pages { settled = (pages, Date()) }
+            guard Date() < deadline else { return XCTFail("loadAll never stopped for the reader (at page \(pages))") }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        XCTAssertGreaterThan(settled.pages, 0, "loadAll wrote pages before stopping")
         // Blank lines keep coming until the server has taken none for 2 s.
         let padding = [UInt8](repeating: UInt8(ascii: "\n"), count: 1 << 20)
         let written = try server.sendRawUntilStalled(padding, quiet: 2)
