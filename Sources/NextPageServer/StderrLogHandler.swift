@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Dispatch
 import Logging
 
 /// A swift-log handler that writes to stderr from its own thread and drops
@@ -40,6 +41,8 @@ public struct StderrLogHandler: LogHandler {
         private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
         private var lines: [String] = []
         private var started = false
+        /// A batch taken from `lines` is being written.
+        private var writing = false
         /// Lines waiting beyond this many are dropped.
         let capacity = 1024
 
@@ -73,6 +76,7 @@ public struct StderrLogHandler: LogHandler {
                 while lines.isEmpty { pthread_cond_wait(cond, mutex) }
                 let batch = lines.joined()
                 lines.removeAll(keepingCapacity: true)
+                writing = true
                 pthread_mutex_unlock(mutex)
                 var bytes = Array(batch.utf8)
                 var offset = 0
@@ -83,6 +87,23 @@ public struct StderrLogHandler: LogHandler {
                     offset += n
                 }
                 bytes.removeAll()
+                pthread_mutex_lock(mutex)
+                writing = false
+                pthread_mutex_unlock(mutex)
+            }
+        }
+
+        /// Waits (at most `seconds`: stderr may be a pipe nobody reads) until
+        /// every line written so far is out; the process calls it before it
+        /// exits, so that its last lines are not lost.
+        public func flush(waitingAtMost seconds: Double = 1) {
+            let deadline = DispatchTime.now() + seconds
+            while DispatchTime.now() < deadline {
+                pthread_mutex_lock(mutex)
+                let done = lines.isEmpty && !writing
+                pthread_mutex_unlock(mutex)
+                if done { return }
+                usleep(1_000)
             }
         }
     }

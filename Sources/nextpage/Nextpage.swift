@@ -156,6 +156,8 @@ struct Serve: AsyncParsableCommand {
         settings.transcriptPath = transcript
         settings.transcriptArguments = Self.argumentsForTranscript(Array(CommandLine.arguments.dropFirst()))
         let status: Int32
+        // The log lines of the last moments go out before the process ends.
+        defer { StderrLogHandler.LineSink.standardError.flush() }
         do {
             status = try await ServerLauncher.serve(settings: settings, logger: logger)
         } catch let error as ConfigError {
