@@ -112,14 +112,18 @@ public enum ServerLauncher {
         await service.restoreSavedStates()
         let connection = Connection(input: 0, writer: writer, options: settings.connection, handler: service, tap: recorder)
 
+        /// `count` stop signals came: each counts (a second one stops the wait for output).
+        @Sendable func stop(signals count: Int, _ message: Logger.Message, _ metadata: Logger.Metadata = [:]) {
+            logger.info(message, metadata: metadata)
+            for _ in 0..<min(max(count, 1), 2) { connection.stop() }
+        }
         var sources: [any DispatchSourceProtocol] = []
         // SIGHUP (the terminal or session that started the server went away) ends it the same way.
         for signalNumber in StopSignals.numbers {
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler {
-                logger.info("signal received, draining", metadata: ["signal": "\(signalNumber)"])
-                // Signals that came together arrive as one event: each counts (a second one stops the wait for output).
-                for _ in 0..<max(1, Int(min(source.data, 2))) { connection.stop() }
+                // Signals that came together arrive as one event.
+                stop(signals: Int(min(source.data, 2)), "signal received, draining", ["signal": "\(signalNumber)"])
             }
             source.resume()
             sources.append(source)
@@ -143,10 +147,7 @@ public enum ServerLauncher {
         // client that signals once it has a reply is always heard.
         let signals = await StopSignals.armed()
         if !signals.registered { logger.warning("signal handlers not confirmed registered; serving anyway") }
-        for _ in 0..<min(signals.earlier, 2) {
-            logger.info("signal received before serving, draining")
-            connection.stop()
-        }
+        if signals.earlier > 0 { stop(signals: signals.earlier, "signal received before serving, draining") }
 
         let ending = await connection.run()
         for source in sources { source.cancel() }
