@@ -66,7 +66,7 @@ extension HTTPPageClient {
             // credentials: the page names it, and the source's secrets are
             // for the source's own server (as `gh api --paginate` does).
             if HTTPURL.origin(url) != HTTPURL.origin(source.url) {
-                headers.removeAll { HTTPRedactor.isSecretHeader($0.name) }
+                headers = HTTPRedactor.withoutCredentials(headers)
             }
         } else {
             var items = source.query

@@ -83,6 +83,16 @@ public struct HTTPRedactor: Sendable {
         return secretNames.contains(lower) || secretFragments.contains { lower.contains($0) }
     }
 
+    /// `headers` without those that carry credentials (`isSecretHeader`),
+    /// except `keeping` (the header that carries the cursor): what a request
+    /// to another origin than the source's may carry.
+    public static func withoutCredentials(
+        _ headers: [(name: String, value: String)], keeping: String? = nil
+    ) -> [(name: String, value: String)] {
+        let kept = keeping?.lowercased()
+        return headers.filter { $0.name.lowercased() == kept || !isSecretHeader($0.name) }
+    }
+
     /// Whether a query item with this (encoded or plain) name carries a secret.
     public static func isSecretQueryName(_ name: String) -> Bool {
         let lower = name.lowercased()

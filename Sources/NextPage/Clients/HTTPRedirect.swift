@@ -29,10 +29,8 @@ public enum HTTPRedirect {
         }
         if target != HTTPURL.origin(request.url) {
             let cursorHeader = request.cursorHeader?.lowercased()
-            next.headers.removeAll { header in
-                let lower = header.name.lowercased()
-                return lower != cursorHeader && (lower == "origin" || HTTPRedactor.isSecretHeader(lower))
-            }
+            next.headers = HTTPRedactor.withoutCredentials(next.headers, keeping: cursorHeader)
+            next.headers.removeAll { $0.name.lowercased() == "origin" && cursorHeader != "origin" }
         }
         return next
     }
