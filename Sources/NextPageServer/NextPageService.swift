@@ -173,6 +173,8 @@ public final class NextPageService: RPCHandler {
             } catch let error as LoadError {
                 await collection.streamingDemand(-1)
                 await persist(collection)
+                // A progress that began ends, also when the call fails or is cancelled.
+                progress("end")
                 throw Wire.error(error, collection: collection.name)
             }
             state = result.state

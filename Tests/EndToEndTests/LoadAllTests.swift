@@ -61,11 +61,19 @@ final class LoadAllTests: EndToEndTestCase {
         // Page 3 is being fetched (the server opened the FIFO); cancel now.
         let writer = try waitForReader(of: fifo.path)
         try server.notify("$/cancelRequest", #"{"id": 1}"#)
-        try expectMatch(server.reply("1"), #"{"jsonrpc":"2.0","id":1,"error":{"code":-32800,"message":"Request cancelled"}}"#)
+        // The progress that began ends, before the reply (after it the token means nothing).
+        var progress: [JSONValue?] = []
+        while true {
+            let message = try server.nextMessage()
+            if message["method"] == .string("$/progress") {
+                progress.append(message["params"]?["value"]?["kind"])
+                continue
+            }
+            try expectMatch(message, #"{"jsonrpc":"2.0","id":1,"error":{"code":-32800,"message":"Request cancelled"}}"#)
+            break
+        }
         close(writer)
-        let progress = server.takeAll { $0["method"] == .string("$/progress") }
-        XCTAssertEqual(progress.map { $0["params"]?["value"]?["kind"] }, [.string("begin"), .string("report"), .string("report")],
-                       "no end after a cancellation")
+        XCTAssertEqual(progress, [.string("begin"), .string("report"), .string("report"), .string("end")])
 
         // The two pages that landed stay; the cursor is where page 3 starts.
         try server.request("2", "status", #"{"collection": "c"}"#)
@@ -78,6 +86,33 @@ final class LoadAllTests: EndToEndTestCase {
         try server.request("4", "loadAll", #"{"collection": "c", "maxPages": 1}"#)
         _ = try server.notification("page")
         try expectMatch(server.reply("4"), rpcResult(4, #"{"collection":"c","pages":1,"count":2,"hasNext":false,"lastId":null}"#))
+        try server.finish()
+    }
+
+    func testAFailedLoadAllEndsItsProgressBeforeTheError() throws {
+        let directory = try temporaryDirectory()
+        try ShellCommandTests.writePages(3, size: 2, in: directory)
+        try #"{"items": [{"id": 3}, "#.write(toFile: directory + "/pages/p2.json", atomically: true, encoding: .utf8)
+        let server = try startServer(config: fileConfig(paging: #"{"strategy": "cursor"}"#), in: directory)
+
+        try server.request("1", "loadAll", #"{"collection": "c", "progressToken": "t"}"#)
+        var kinds: [JSONValue?] = []
+        var pages = 0
+        while true {
+            let message = try server.nextMessage()
+            if message["method"] == .string("$/progress") {
+                kinds.append(message["params"]?["value"]?["kind"])
+                continue
+            }
+            if message["method"] == .string("page") {
+                pages += 1
+                continue
+            }
+            try expectMatch(message, rpcError(1, #"{"code":-32003,"message":"<string>","data":"<any>"}"#))
+            break
+        }
+        XCTAssertEqual(pages, 1)
+        XCTAssertEqual(kinds, [.string("begin"), .string("report"), .string("end")])
         try server.finish()
     }
 }
