@@ -296,6 +296,42 @@ final class HTTPRecordReplayTests: HTTPSourceTestCase {
         XCTAssertEqual(again.ids, ["first", "second"])
     }
 
+    func testHeadersAsCaptureToolsWriteThemReplayAndABadLineSaysWhatIsWrong() async throws {
+        let directory = try temporaryDirectory()
+        let file = directory + "/gh.jsonl"
+        // As a capture tool stores them (GitHub's recorded `x-ratelimit-used: 1`):
+        // numbers, booleans, null and lists; the URL with its scheme's default port.
+        write("""
+            {"request":{"method":"GET","url":"https://api.example.com:443/issues?per_page=2"},"response":{"status":200,"headers":{"x-ratelimit-used":1,"x-ratio":0.1,"x-cached":false,"x-gone":null,"link":["<https://api.example.com/issues?per_page=2&page=2>; rel=\\"next\\""]},"body":[{"id":1},{"id":2}]}}
+            {"request":{"method":"GET","url":"https://api.example.com/issues?page=2&per_page=2"},"response":{"status":200,"headers":{"x-ratelimit-used":2},"body":[{"id":3}]}}
+
+            """, to: file)
+        let source = HTTPSource(url: "https://api.example.com/issues", query: [("per_page", "2")])
+        let paging = Paging(strategy: .link, items: "")
+        let result = try await loadAll(collection(source, paging, transport: ReplayTransport(file: file), retryPolicy: .immediate))
+        XCTAssertEqual(result.ids, ["1", "2", "3"])
+
+        // A value that is no header value: the failure names the line and the member.
+        write(#"{"request":{"method":"GET","url":"https://api.example.com/issues?per_page=2"},"response":{"status":200,"headers":{"x-limits":{"core":1}},"body":[]}}"# + "\n", to: file)
+        let broken = collection(source, paging, transport: ReplayTransport(file: file), retryPolicy: .immediate)
+        do {
+            _ = try await broken.loadNext()
+            XCTFail("expected a failure")
+        } catch {
+            let message = upstreamFailure(error)?.message ?? ""
+            XCTAssertTrue(message.hasSuffix(#"\#(file) line 1 is not a recorded exchange: "response.headers" member "x-limits" is not a string, number, boolean or array of them"#), message)
+        }
+        write(#"{"request":{"url":"https://api.example.com/issues?per_page=2"},"response":{"status":200,"body":[]}}"# + "\n", to: file)
+        let noMethod = collection(source, paging, transport: ReplayTransport(file: file), retryPolicy: .immediate)
+        do {
+            _ = try await noMethod.loadNext()
+            XCTFail("expected a failure")
+        } catch {
+            let message = upstreamFailure(error)?.message ?? ""
+            XCTAssertTrue(message.hasSuffix(#"line 1 is not a recorded exchange: "request.method" is not a string"#), message)
+        }
+    }
+
     func testUnmatchedReplayRequestIsAnUpstreamErrorNamingMethodAndURL() async throws {
         let directory = try temporaryDirectory()
         let file = directory + "/c.jsonl"

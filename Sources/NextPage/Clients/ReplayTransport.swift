@@ -99,22 +99,37 @@ public actor ReplayTransport: HTTPTransport {
             for (number, line) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
                 let trimmed = line.last == UInt8(ascii: "\r") ? line.dropLast() : line
                 if trimmed.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
-                guard let entry = Self.entry(Array(trimmed)) else {
-                    loadFailure = "\(file) line \(number + 1) is not a recorded exchange"
+                switch Self.readEntry(Array(trimmed)) {
+                case .success(let entry):
+                    parsed.append(entry)
+                case .failure(let problem):
+                    loadFailure = "\(file) line \(number + 1) is not a recorded exchange: \(problem.reason)"
                     return
                 }
-                parsed.append(entry)
             }
             entries = parsed
         }
     }
 
-    /// Reads one recorded exchange.
-    static func entry(_ line: [UInt8]) -> Entry? {
-        guard let json = try? JSON.parse(line), let request = json["request"], let response = json["response"],
-              let method = request["method"]?.string, let url = request["url"]?.string,
-              let status = response["status"]?.integer else { return nil }
-        guard let headers = recordedHeaders(response["headers"]) else { return nil }
+    /// Why a line of a recording is not a recorded exchange.
+    struct EntryProblem: Error {
+        let reason: String
+    }
+
+    /// Reads one recorded exchange, or says what is wrong with it.
+    static func readEntry(_ line: [UInt8]) -> Result<Entry, EntryProblem> {
+        func problem(_ reason: String) -> Result<Entry, EntryProblem> { .failure(EntryProblem(reason: reason)) }
+        guard let json = try? JSON.parse(line) else { return problem("not JSON") }
+        guard let request = json["request"], request.kind == .object else { return problem("no \"request\" object") }
+        guard let response = json["response"], response.kind == .object else { return problem("no \"response\" object") }
+        guard let method = request["method"]?.string else { return problem("\"request.method\" is not a string") }
+        guard let url = request["url"]?.string else { return problem("\"request.url\" is not a string") }
+        guard let status = response["status"]?.integer else { return problem("\"response.status\" is not an integer") }
+        let headers: [(name: String, value: String)]
+        switch recordedHeaders(response["headers"]) {
+        case .success(let list): headers = list
+        case .failure(let bad): return problem("\"response.headers\" member \"\(bad.name)\" is not a string, number, boolean or array of them")
+        }
         let body: [UInt8]
         switch response["body"] {
         case nil: body = []
@@ -127,20 +142,28 @@ public actor ReplayTransport: HTTPTransport {
         }
         var requestHeaders: [String: String]?
         if let recorded = request["headers"], !recorded.isNull {
-            guard recorded.kind == .object, let list = recordedHeaders(recorded) else { return nil }
-            requestHeaders = byName(list)
+            guard recorded.kind == .object else { return problem("\"request.headers\" is not an object") }
+            switch recordedHeaders(recorded) {
+            case .success(let list): requestHeaders = byName(list)
+            case .failure(let bad): return problem("\"request.headers\" member \"\(bad.name)\" is not a string, number, boolean or array of them")
+            }
         }
         let requestBody = request["body"].flatMap { $0.isNull ? nil : $0 }
-        return Entry(
+        return .success(Entry(
             method: method.uppercased(), key: matchKey(url), headers: requestHeaders, body: requestBody,
-            response: HTTPExchangeResponse(status: Int(status), headers: headers, body: body, url: response["url"]?.string ?? url))
+            response: HTTPExchangeResponse(status: Int(status), headers: headers, body: body, url: response["url"]?.string ?? url)))
     }
 
-    /// A URL as compared: scheme and authority lowercased, no fragment, query items sorted.
+    /// A URL as compared: scheme and authority lowercased, without the
+    /// scheme's default port, no fragment, query items sorted.
     static func matchKey(_ url: String) -> String {
         var parts = HTTPURL.parts(url)
         parts.scheme = parts.scheme?.lowercased()
         parts.authority = parts.authority?.lowercased()
+        if let authority = parts.authority, let scheme = parts.scheme,
+           let port = ["http": ":80", "https": ":443"][scheme], authority.hasSuffix(port) {
+            parts.authority = String(authority.dropLast(port.count))
+        }
         parts.fragment = nil
         if let query = parts.query {
             parts.query = query.split(separator: "&", omittingEmptySubsequences: false).map(String.init).sorted().joined(separator: "&")
@@ -148,23 +171,39 @@ public actor ReplayTransport: HTTPTransport {
         return parts.text
     }
 
-    /// Headers as a recording holds them: an object whose values are strings,
-    /// or arrays of strings (one header per value); `nil` when malformed.
-    private static func recordedHeaders(_ object: JSON?) -> [(name: String, value: String)]? {
-        var headers: [(name: String, value: String)] = []
-        for (name, value) in object?.members ?? [] {
-            if let text = value.string {
-                headers.append((name, text))
-            } else if value.kind == .array {
-                for element in value.elements {
-                    guard let text = element.string else { return nil }
-                    headers.append((name, text))
-                }
-            } else {
-                return nil
+    /// A header name whose recorded value is not a header value.
+    struct HeaderProblem: Error {
+        let name: String
+    }
+
+    /// Headers as a recording holds them: an object whose values are
+    /// strings, numbers or booleans (written as in JSON: a capture tool may
+    /// store `"x-ratelimit-used": 1`), or arrays of them (one header per
+    /// value); `null` stands for no header. Fails with the first name whose
+    /// value is none of these.
+    private static func recordedHeaders(_ object: JSON?) -> Result<[(name: String, value: String)], HeaderProblem> {
+        func text(_ value: JSON) -> String? {
+            switch value.kind {
+            case .string: return value.string
+            case .integer, .real, .bool: return String(decoding: value.dumpShortestReals(), as: UTF8.self)
+            default: return nil
             }
         }
-        return headers
+        var headers: [(name: String, value: String)] = []
+        for (name, value) in object?.members ?? [] {
+            if value.isNull { continue }
+            if let single = text(value) {
+                headers.append((name, single))
+            } else if value.kind == .array {
+                for element in value.elements {
+                    guard let single = text(element) else { return .failure(HeaderProblem(name: name)) }
+                    headers.append((name, single))
+                }
+            } else {
+                return .failure(HeaderProblem(name: name))
+            }
+        }
+        return .success(headers)
     }
 
     /// Headers by lowercased name, repeated ones joined with ", " (as
