@@ -98,6 +98,28 @@ final class FileSourcePagingTests: EndToEndTestCase {
         try server.finish()
     }
 
+    func testPageStrategyWithoutPageSizeEndsOnAShortPage() throws {
+        let server = try startServer(
+            config: fileConfig(paging: #"{"strategy": "page"}"#),
+            files: [
+                "pages/first.json": #"{"items": [1, 2, 3]}"#,
+                "pages/2.json": #"{"items": [4, 5, 6]}"#,
+                "pages/3.json": #"{"items": [7, 8]}"#,
+            ])
+        try server.request("1", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"c","items":[1,2,3],"page":1,"hasNext":true,"lastId":2,"count":3}"#))
+        try server.request("2", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"c","items":[4,5,6],"page":2,"hasNext":true,"lastId":3,"count":6}"#))
+        // Shorter than the pages before it: the last (4.json does not exist, and is not asked for).
+        try server.request("3", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","items":[7,8],"page":3,"hasNext":false,"lastId":null,"count":8}"#))
+        try server.request("4", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("4"), rpcResult(4, #"{"collection":"c","items":[],"page":3,"hasNext":false,"lastId":null,"count":8}"#))
+        try server.request("5", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("5"), rpcResult(5, #"{"collection":"c","hasNext":false,"isLoading":false,"lastId":null,"count":8,"pages":3,"lastError":null}"#))
+        try server.finish()
+    }
+
     func testOffsetStrategyEndsOnShortPage() throws {
         let server = try startServer(
             config: fileConfig(paging: #"{"strategy": "offset", "items": ""}"#, extra: #""pageSize": 2"#),

@@ -108,6 +108,29 @@ final class StrategyTests: XCTestCase {
         XCTAssertEqual(try advance(#"{"items": [1]}"#, paging).next, .integer(2))
     }
 
+    func testPageStrategyWithoutPageSizeEndsOnAPageShorterThanThoseBefore() throws {
+        let paging = Paging(strategy: .page)
+        // Pages of 3 and 3 before: a page of 2 is the last, one of 3 or more is not.
+        XCTAssertEqual(try advance(#"{"items": [1, 2]}"#, paging, cursor: .integer(3), loadedBefore: 6).hasNext, false)
+        XCTAssertEqual(try advance(#"{"items": [1, 2, 3]}"#, paging, cursor: .integer(3), loadedBefore: 6).hasNext, true)
+        XCTAssertEqual(try advance(#"{"items": [1, 2, 3, 4]}"#, paging, cursor: .integer(3), loadedBefore: 6).hasNext, true)
+        // The first page has nothing before it to be shorter than.
+        XCTAssertEqual(try advance(#"{"items": [1]}"#, paging, cursor: .integer(1)).hasNext, true)
+        XCTAssertEqual(try advance(#"{"items": [1]}"#, paging).hasNext, true)
+        // Nothing loaded before (a walk resumed at page 5): no evidence, read on.
+        XCTAssertEqual(try advance(#"{"items": [1]}"#, paging, cursor: .integer(5), loadedBefore: 0).hasNext, true)
+        // Pages counted from `start`.
+        let fromZero = Paging(strategy: .page, start: 0)
+        XCTAssertEqual(try advance(#"{"items": [1]}"#, fromZero, cursor: .integer(1), loadedBefore: 2).hasNext, false)
+        XCTAssertEqual(try advance(#"{"items": [1, 2]}"#, fromZero, cursor: .integer(1), loadedBefore: 2).hasNext, true)
+        // `pageSize`, when set, is the measure: a page as long as those before but short of it ends.
+        XCTAssertEqual(try advance(#"{"items": [1, 2]}"#, paging, cursor: .integer(2), pageSize: 3, loadedBefore: 2).hasNext, false)
+        XCTAssertEqual(try advance(#"{"items": [1, 2]}"#, paging, cursor: .integer(2), pageSize: 2, loadedBefore: 5).hasNext, true)
+        // A hasNext pointer still decides.
+        let flagged = Paging(strategy: .page, hasNext: "/more")
+        XCTAssertEqual(try advance(#"{"items": [1], "more": true}"#, flagged, cursor: .integer(3), loadedBefore: 6).hasNext, true)
+    }
+
     func testPageStrategyTotal() throws {
         let paging = Paging(strategy: .page, total: "/total")
         XCTAssertEqual(try advance(#"{"items": [1, 2], "total": 5}"#, paging, cursor: .integer(2), loadedBefore: 2).hasNext, true)
