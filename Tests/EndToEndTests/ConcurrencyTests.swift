@@ -180,6 +180,53 @@ final class ConcurrencyTests: EndToEndTestCase {
     }
 }
 
+extension ConcurrencyTests {
+    /// Reads that wait on writers (FIFO pages) each hold a thread of their
+    /// own: however many wait, the server's other work goes on. (When they
+    /// ran on Dispatch's global queue, which the Swift concurrency pool shares
+    /// on Linux, 48 of them held up every other request for most of a minute.)
+    func testManyPagesWaitingOnWritersHoldUpNothingElse() throws {
+        let directory = try temporaryDirectory()
+        let count = 48
+        var collections: [String] = [#""good": {"source": {"type": "file", "dir": "good"}, "paging": {"strategy": "cursor"}}"#]
+        var fifos: [Fifo] = []
+        for index in 0..<count {
+            collections.append(#""f\#(index)": {"source": {"type": "file", "dir": "f\#(index)"}, "paging": {"strategy": "cursor"}}"#)
+            fifos.append(try makeFifo(directory + "/f\(index)/first.json"))
+        }
+        let server = try startServer(
+            config: #"{"collections": {"# + collections.joined(separator: ", ") + "}}",
+            files: ["good/first.json": #"{"items": ["g1"], "next_cursor": null}"#], in: directory)
+        for index in 0..<count {
+            try server.request("\(index)", "loadNext", #"{"collection": "f\#(index)"}"#)
+        }
+        // Another collection answers at once (within the harness's 10 s: the
+        // reads queued before it used to take a minute to get their threads).
+        try server.request("\"good\"", "loadNext", #"{"collection": "good"}"#)
+        try expectMatch(server.reply("\"good\""), #"{"jsonrpc":"2.0","id":"good","result":{"collection":"good","items":["g1"],"page":1,"hasNext":false,"lastId":null,"count":1}}"#)
+        // Every read is waiting: each FIFO has its reader (the writer's open
+        // returns once it has), and a writer that has not written yet.
+        var writers: [Int32] = []
+        defer { for fd in writers { close(fd) } }
+        for index in 0..<count {
+            writers.append(try waitForReader(of: fifos[index].path))
+        }
+        try server.request("\"status\"", "status", #"{"collection": "f0"}"#)
+        try expectMatch(server.reply("\"status\""), #"{"jsonrpc":"2.0","id":"status","result":{"collection":"f0","hasNext":true,"isLoading":true,"lastId":null,"count":0,"pages":0,"lastError":null}}"#)
+        // Then every page comes, and every call gets its own.
+        for (index, fd) in writers.enumerated() {
+            let page = Array(#"{"items": [\#(index)], "next_cursor": null}"#.utf8)
+            XCTAssertEqual(page.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) }, page.count)
+            close(fd)
+        }
+        writers = []
+        for index in 0..<count {
+            try expectMatch(server.reply("\(index)"), rpcResult(index, #"{"collection":"f\#(index)","items":[\#(index)],"page":1,"hasNext":false,"lastId":null,"count":1}"#))
+        }
+        try server.finish()
+    }
+}
+
 /// Waits until no process has the FIFO at `path` open for reading (a writer
 /// that does not wait fails to open it with ENXIO then).
 private func waitUntilNobodyReads(_ path: String, timeout: TimeInterval = 10) throws {

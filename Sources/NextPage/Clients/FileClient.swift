@@ -3,7 +3,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Dispatch
 
 /// Reads hand-written pages from a directory (the seeds' `LocalFileClient`).
 ///
@@ -63,7 +62,7 @@ public struct FileClient: Client {
             read = result
         case .stream(let fd):
             // A FIFO or a device: its reads may wait for a writer, so they run
-            // on a Dispatch thread, never in the concurrency pool. Cancelling
+            // on a thread of their own, never in the concurrency pool. Cancelling
             // the fetch stops the wait and closes the page, so an abandoned
             // read neither holds a thread nor takes what a writer sends later.
             guard let stop = StopSignal() else {
@@ -73,9 +72,7 @@ public struct FileClient: Client {
                 break
             }
             read = await withTaskCancellationHandler {
-                await withCheckedContinuation { continuation in
-                    DispatchQueue.global().async { continuation.resume(returning: Self.readStream(fd, stop: stop, limit: limit)) }
-                }
+                await onOwnThread { Self.readStream(fd, stop: stop, limit: limit) }
             } onCancel: {
                 stop.signal()
             }

@@ -3,7 +3,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Dispatch
 import Jansson
 import Logging
 
@@ -47,9 +46,8 @@ public struct RecordingTransport: HTTPTransport {
         let response = try await inner.perform(request, timeout: timeout, maxBodyBytes: maxBodyBytes)
         let line = redactor.scrub(json: record(request, response).bytes) + [UInt8(ascii: "\n")]
         let path = file
-        let failure = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: Self.append(line, to: path)) }
-        }
+        // The file may be a FIFO (a tee to another program), whose writes can wait.
+        let failure = await onOwnThread { Self.append(line, to: path) }
         if let failure {
             logger?.error("cannot record upstream exchange", metadata: [
                 "file": "\(path)", "error": "\(String(cString: strerror(failure.code)))",

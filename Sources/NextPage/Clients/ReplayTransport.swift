@@ -3,7 +3,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Dispatch
 import Jansson
 
 /// Answers from a recording instead of the network (`--replay-upstream DIR`),
@@ -86,9 +85,8 @@ public actor ReplayTransport: HTTPTransport {
 
     private func load() async {
         let path = file
-        let read = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: FileClient.readFile(path, limit: Self.maxRecordingBytes)) }
-        }
+        // A recording may be a FIFO, whose read waits for a writer.
+        let read = await onOwnThread { FileClient.readFile(path, limit: Self.maxRecordingBytes) }
         switch read {
         case .failure(let error) where error.code == SystemError.tooLarge:
             loadFailure = "recording \(file) is larger than \(Self.maxRecordingBytes) bytes"
