@@ -311,24 +311,17 @@ final class HTTPRecordReplayTests: HTTPSourceTestCase {
         let result = try await loadAll(collection(source, paging, transport: ReplayTransport(file: file), retryPolicy: .immediate))
         XCTAssertEqual(result.ids, ["1", "2", "3"])
 
-        // A value that is no header value: the failure names the line and the member.
-        write(#"{"request":{"method":"GET","url":"https://api.example.com/issues?per_page=2"},"response":{"status":200,"headers":{"x-limits":{"core":1}},"body":[]}}"# + "\n", to: file)
-        let broken = collection(source, paging, transport: ReplayTransport(file: file), retryPolicy: .immediate)
-        do {
-            _ = try await broken.loadNext()
-            XCTFail("expected a failure")
-        } catch {
-            let message = upstreamFailure(error)?.message ?? ""
-            XCTAssertTrue(message.hasSuffix(#"\#(file) line 1 is not a recorded exchange: "response.headers" member "x-limits" is not a string, number, boolean or array of them"#), message)
-        }
-        write(#"{"request":{"url":"https://api.example.com/issues?per_page=2"},"response":{"status":200,"body":[]}}"# + "\n", to: file)
-        let noMethod = collection(source, paging, transport: ReplayTransport(file: file), retryPolicy: .immediate)
-        do {
-            _ = try await noMethod.loadNext()
-            XCTFail("expected a failure")
-        } catch {
-            let message = upstreamFailure(error)?.message ?? ""
-            XCTAssertTrue(message.hasSuffix(#"line 1 is not a recorded exchange: "request.method" is not a string"#), message)
+        // A line that is no recorded exchange: the failure names the line and what is wrong.
+        let broken: [(line: String, problem: String)] = [
+            (#"{"request":{"method":"GET","url":"https://api.example.com/issues?per_page=2"},"response":{"status":200,"headers":{"x-limits":{"core":1}},"body":[]}}"#,
+             #""response.headers" member "x-limits" is not a string, number, boolean or array of them"#),
+            (#"{"request":{"url":"https://api.example.com/issues?per_page=2"},"response":{"status":200,"body":[]}}"#,
+             #""request.method" is not a string"#),
+        ]
+        for (line, problem) in broken {
+            write(line + "\n", to: file)
+            let message = await failureMessage(collection(source, paging, transport: ReplayTransport(file: file), retryPolicy: .immediate))
+            XCTAssertTrue(message.hasSuffix("\(file) line 1 is not a recorded exchange: \(problem)"), message)
         }
     }
 
@@ -350,12 +343,18 @@ final class HTTPRecordReplayTests: HTTPSourceTestCase {
         let missing = collection(
             HTTPSource(url: "https://api.example.com/items"), Paging(strategy: .cursor),
             transport: ReplayTransport(file: directory + "/none.jsonl"), retryPolicy: .immediate)
+        let message = await failureMessage(missing)
+        XCTAssertTrue(message.hasPrefix("GET https://api.example.com/items: no recording \(directory)/none.jsonl"), message)
+    }
+
+    /// The message of the upstream failure the collection's next load ends with.
+    private func failureMessage(_ collection: PagedCollection, file: StaticString = #filePath, line: UInt = #line) async -> String {
         do {
-            _ = try await missing.loadNext()
-            XCTFail("expected a failure")
+            _ = try await collection.loadNext()
+            XCTFail("expected a failure", file: file, line: line)
+            return ""
         } catch {
-            let message = upstreamFailure(error)?.message ?? ""
-            XCTAssertTrue(message.hasPrefix("GET https://api.example.com/items: no recording \(directory)/none.jsonl"), message)
+            return upstreamFailure(error, file: file, line: line)?.message ?? ""
         }
     }
 }
