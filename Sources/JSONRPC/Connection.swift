@@ -269,8 +269,8 @@ public final class Connection: @unchecked Sendable {
             emit(OutgoingMessage.error(id: nil, .parseError(error)))
         case .single(let entry):
             switch entry {
-            case .invalid(let reason):
-                emit(OutgoingMessage.error(id: nil, .invalidRequest(reason)))
+            case .invalid(let reason, let id):
+                emit(OutgoingMessage.error(id: id, .invalidRequest(reason)))
             case .request(let request):
                 if let ending = control(request) {
                     // `exit` sent as a request is answered before the process ends.
@@ -288,8 +288,9 @@ public final class Connection: @unchecked Sendable {
             var ending: Ending?
             for entry in entries {
                 switch entry {
-                case .invalid(let reason):
-                    let error = OutgoingMessage.error(id: nil, .invalidRequest(reason))
+                case .invalid(let reason, let id):
+                    // Tracked without an id: `$/cancelRequest` has nothing to end here.
+                    let error = OutgoingMessage.error(id: id, .invalidRequest(reason))
                     works.append((.null, { @Sendable in throw BatchReply(message: error) }))
                 case .request(let request):
                     if let end = control(request) {

@@ -57,8 +57,10 @@ public enum IncomingMessage: Sendable {
     /// One element of a message.
     public enum Entry: Sendable {
         case request(RPCRequest)
-        /// Not a valid request object; answered with -32600 and `id: null`.
-        case invalid(String)
+        /// Not a valid request object; answered with -32600, with its `id`
+        /// when it has a valid one (JSON-RPC 2.0: the id is null only when
+        /// it cannot be detected), else `id: null`.
+        case invalid(String, id: RequestID? = nil)
     }
 
     /// The most members a batch may have. Each member runs as a request of
@@ -89,17 +91,17 @@ public enum IncomingMessage: Sendable {
 
     static func entry(_ json: JSON) -> Entry {
         guard json.kind == .object else { return .invalid("a request must be an object") }
-        guard json["jsonrpc"]?.string == "2.0" else { return .invalid("\"jsonrpc\" must be \"2.0\"") }
-        guard let methodValue = json["method"] else { return .invalid("\"method\" is missing") }
-        guard let method = methodValue.string else { return .invalid("\"method\" must be a string") }
         var id: RequestID?
         if let idValue = json["id"] {
             guard let valid = RequestID(idValue) else { return .invalid("\"id\" must be a string, a number or null") }
             id = valid
         }
+        guard json["jsonrpc"]?.string == "2.0" else { return .invalid("\"jsonrpc\" must be \"2.0\"", id: id) }
+        guard let methodValue = json["method"] else { return .invalid("\"method\" is missing", id: id) }
+        guard let method = methodValue.string else { return .invalid("\"method\" must be a string", id: id) }
         let params = json["params"]
         if let params, params.kind != .object && params.kind != .array {
-            return .invalid("\"params\" must be an object or an array")
+            return .invalid("\"params\" must be an object or an array", id: id)
         }
         return .request(RPCRequest(id: id, method: method, params: params, progressToken: json["progressToken"]))
     }

@@ -99,6 +99,14 @@ final class JSONRPCSpecTests: EndToEndTestCase {
         try expectMatch(server.nextMessage(), Self.invalidRequest, "a string")
         try server.send(#"{"jsonrpc": "2.0", "method": "status", "id": {"a": 1}}"#)
         try expectMatch(server.nextMessage(), Self.invalidRequest, "an object id")
+        // An id that can be read is the reply's id (JSON-RPC 2.0: null only
+        // when there was an error in detecting it), so a client can match it.
+        try server.send(#"{"jsonrpc": "1.0", "method": "status", "params": {"collection": "demo"}, "id": 41}"#)
+        try expectMatch(server.nextMessage(), #"{"jsonrpc":"2.0","id":41,"error":{"code":-32600,"message":"<string>","data":"<any>"}}"#, "jsonrpc 1.0 with an id")
+        try server.send(#"{"jsonrpc": "2.0", "id": "no-method"}"#)
+        try expectMatch(server.nextMessage(), #"{"jsonrpc":"2.0","id":"no-method","error":{"code":-32600,"message":"<string>","data":"<any>"}}"#, "no method")
+        try server.send(#"{"jsonrpc": "2.0", "method": "status", "params": "demo", "id": null}"#)
+        try expectMatch(server.nextMessage(), Self.invalidRequest, "bad params with id null")
         try server.finish()
     }
 
@@ -175,7 +183,8 @@ final class JSONRPCSpecTests: EndToEndTestCase {
               {"jsonrpc": "2.0", "method": "foo.get", "params": {"name": "myself"}, "id": "5"},
               {"jsonrpc": "2.0", "method": "collections", "id": "9"},
               {"jsonrpc": "2.0", "method": "status", "params": {"collection": "nope"}},
-              {"jsonrpc": "2.0", "method": "status", "params": {"collection": 7}, "id": 10}
+              {"jsonrpc": "2.0", "method": "status", "params": {"collection": 7}, "id": 10},
+              {"jsonrpc": "2.0", "method": 7, "id": 11}
             ]
             """#.replacingOccurrences(of: "\n", with: " "))
         try expectUnorderedMatch(server.nextBatch(), [
@@ -185,6 +194,7 @@ final class JSONRPCSpecTests: EndToEndTestCase {
             #"{"jsonrpc":"2.0","id":"5","error":{"code":-32601,"message":"<string>","data":{"method":"foo.get"}}}"#,
             #"{"jsonrpc":"2.0","id":"9","result":[\#(Self.freshDemo)]}"#,
             #"{"jsonrpc":"2.0","id":10,"error":{"code":-32602,"message":"<string>","data":{"field":"collection","expected":"<string>"}}}"#,
+            #"{"jsonrpc":"2.0","id":11,"error":{"code":-32600,"message":"<string>","data":"<any>"}}"#,
         ])
         try server.finish()
     }

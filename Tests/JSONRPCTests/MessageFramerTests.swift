@@ -301,8 +301,9 @@ final class MessageFramerTests: XCTestCase {
         guard case .batch(let entries) = IncomingMessage.parse(bytes(atLimit)) else { return XCTFail("a batch at the limit is a batch") }
         XCTAssertEqual(entries.count, members)
         let over = "[" + Array(repeating: "1", count: members + 1).joined(separator: ",") + "]"
-        guard case .single(.invalid(let reason)) = IncomingMessage.parse(bytes(over)) else { return XCTFail("one error for the whole batch") }
+        guard case .single(.invalid(let reason, let id)) = IncomingMessage.parse(bytes(over)) else { return XCTFail("one error for the whole batch") }
         XCTAssertEqual(reason, "a batch of \(members + 1) members; at most \(members) are allowed")
+        XCTAssertNil(id)
     }
 
     func testLSPTruncatedHeadersAtFinish() {
