@@ -124,9 +124,9 @@ public actor ReplayTransport: HTTPTransport {
         guard let url = request["url"]?.string else { return problem("\"request.url\" is not a string") }
         guard let status = response["status"]?.integer else { return problem("\"response.status\" is not an integer") }
         let headers: [(name: String, value: String)]
-        switch recordedHeaders(response["headers"]) {
+        switch recordedHeaders(response["headers"], at: "response.headers") {
         case .success(let list): headers = list
-        case .failure(let bad): return problem("\"response.headers\" member \"\(bad.name)\" is not a string, number, boolean or array of them")
+        case .failure(let failure): return .failure(failure)
         }
         let body: [UInt8]
         switch response["body"] {
@@ -141,9 +141,9 @@ public actor ReplayTransport: HTTPTransport {
         var requestHeaders: [String: String]?
         if let recorded = request["headers"], !recorded.isNull {
             guard recorded.kind == .object else { return problem("\"request.headers\" is not an object") }
-            switch recordedHeaders(recorded) {
+            switch recordedHeaders(recorded, at: "request.headers") {
             case .success(let list): requestHeaders = byName(list)
-            case .failure(let bad): return problem("\"request.headers\" member \"\(bad.name)\" is not a string, number, boolean or array of them")
+            case .failure(let failure): return .failure(failure)
             }
         }
         let requestBody = request["body"].flatMap { $0.isNull ? nil : $0 }
@@ -169,23 +169,21 @@ public actor ReplayTransport: HTTPTransport {
         return parts.text
     }
 
-    /// A header name whose recorded value is not a header value.
-    struct HeaderProblem: Error {
-        let name: String
-    }
-
     /// Headers as a recording holds them: an object whose values are
     /// strings, numbers or booleans (written as in JSON: a capture tool may
     /// store `"x-ratelimit-used": 1`), or arrays of them (one header per
-    /// value); `null` stands for no header. Fails with the first name whose
-    /// value is none of these.
-    private static func recordedHeaders(_ object: JSON?) -> Result<[(name: String, value: String)], HeaderProblem> {
+    /// value); `null` stands for no header. Fails with the first member of
+    /// `field` whose value is none of these.
+    private static func recordedHeaders(_ object: JSON?, at field: String) -> Result<[(name: String, value: String)], EntryProblem> {
         func text(_ value: JSON) -> String? {
             switch value.kind {
             case .string: return value.string
             case .integer, .real, .bool: return String(decoding: value.dumpShortestReals(), as: UTF8.self)
             default: return nil
             }
+        }
+        func problem(_ name: String) -> Result<[(name: String, value: String)], EntryProblem> {
+            .failure(EntryProblem(reason: "\"\(field)\" member \"\(name)\" is not a string, number, boolean or array of them"))
         }
         var headers: [(name: String, value: String)] = []
         for (name, value) in object?.members ?? [] {
@@ -194,11 +192,11 @@ public actor ReplayTransport: HTTPTransport {
                 headers.append((name, single))
             } else if value.kind == .array {
                 for element in value.elements {
-                    guard let single = text(element) else { return .failure(HeaderProblem(name: name)) }
+                    guard let single = text(element) else { return problem(name) }
                     headers.append((name, single))
                 }
             } else {
-                return .failure(HeaderProblem(name: name))
+                return problem(name)
             }
         }
         return .success(headers)

@@ -18,18 +18,18 @@ public struct PageNumberStrategy: PagingStrategy {
         let (following, overflow) = current.addingReportingOverflow(1)
         return resolve(
             next: overflow ? nil : .integer(following), page: page,
-            otherwise: !page.items.isEmpty && !isShort(page, request, loadedBefore: loadedBefore) && !reachedTotal(page, seen: seen))
+            otherwise: !page.items.isEmpty && !isShort(page, request, number: current, loadedBefore: loadedBefore)
+                && !reachedTotal(page, seen: seen))
     }
 
-    /// Whether the page holds fewer items than `pageSize`, or without it,
-    /// than the average page before it. `loadedBefore` counts the items of
+    /// Whether page `number` holds fewer items than `pageSize`, or without
+    /// it, than the average page before it. `loadedBefore` counts the items of
     /// the pages before it since the walk began, which covers every page from
     /// `start` only when the walk began there; otherwise the average comes
     /// out lower than the pages were, which errs towards reading on.
-    func isShort(_ page: UpstreamPage, _ request: PageRequest, loadedBefore: Int) -> Bool {
+    func isShort(_ page: UpstreamPage, _ request: PageRequest, number: Int64, loadedBefore: Int) -> Bool {
         if request.pageSize != nil { return isShort(page, request) }
-        let current = request.cursor?.integerValue ?? request.paging.start
-        let (pagesBefore, overflow) = current.subtractingReportingOverflow(request.paging.start)
+        let (pagesBefore, overflow) = number.subtractingReportingOverflow(request.paging.start)
         guard !overflow, pagesBefore > 0, loadedBefore > 0 else { return false }
         return Int64(page.items.count) < Int64(loadedBefore) / pagesBefore
     }
