@@ -161,8 +161,8 @@ public final class LoadQueue {
         let id: Int
         let cursor: Cursor?
         let isFirstPage: Bool
-        /// Items received from the source before this page.
-        let loadedBefore: Int
+        /// Items and pages received from the source before this page.
+        let loadedBefore: LoadedBefore
         var task: Task<Void, Never>?
         var head: Head?
         /// The outcome, when it came before a call was served with it.
@@ -180,8 +180,8 @@ public final class LoadQueue {
     /// that many pages is still found, in a bounded amount of memory.
     fileprivate var landedCursors = Set<Int>()
     static let maxLandedCursors = 100_000
-    /// Items received from the source since the last reset (before `dedupe`).
-    fileprivate var received = 0
+    /// Items and pages received from the source since the last reset (before `dedupe`).
+    fileprivate var received = LoadedBefore()
     /// Calls that will ask for page after page (`loadAll`): demand beyond the waiters.
     fileprivate var streaming = 0
     /// Whether the last call served ended with a page that landed.
@@ -324,7 +324,7 @@ public protocol NextPageLoadable: Actor {
     /// Fetches the page at `cursor` (`isFirstPage` for the source's first page)
     /// and says what comes after it; the page's `pendingCheck` runs before it
     /// lands. Runs off the actor; throws `LoadError`.
-    nonisolated func performLoad(after cursor: Cursor?, isFirstPage: Bool, loadedBefore: Int) async throws -> LoadedPage
+    nonisolated func performLoad(after cursor: Cursor?, isFirstPage: Bool, loadedBefore: LoadedBefore) async throws -> LoadedPage
 
     /// The cursor of a fresh collection's first request.
     ///
@@ -411,7 +411,7 @@ extension NextPageLoadable {
     /// call in line ends with `LoadError.cancelled`; nothing they loaded lands.
     public func reset() {
         cancelFetches()
-        loadQueue.received = 0
+        loadQueue.received = LoadedBefore()
         loadQueue.landedCursors = []
         loadQueue.lastCallLanded = false
         // An answer its caller has not taken yet ends too: that reply was not sent.
@@ -592,7 +592,7 @@ extension NextPageLoadable {
         } else {
             nextPageState.emptyPages = 0
         }
-        loadQueue.received += page.items.count
+        loadQueue.received = loadQueue.received.adding(items: page.items.count)
         if let cursor {
             if loadQueue.landedCursors.count >= LoadQueue.maxLandedCursors { loadQueue.landedCursors = [] }
             loadQueue.landedCursors.insert(cursor.hashValue)
@@ -613,7 +613,7 @@ extension NextPageLoadable {
     // MARK: Fetching
 
     /// Starts fetching the page at `cursor` and appends it to the fetches.
-    private func startFetch(cursor: Cursor?, isFirstPage: Bool, loadedBefore: Int) {
+    private func startFetch(cursor: Cursor?, isFirstPage: Bool, loadedBefore: LoadedBefore) {
         let id = loadQueue.nextFetchId
         loadQueue.nextFetchId += 1
         let policy = readAhead
@@ -660,7 +660,7 @@ extension NextPageLoadable {
         guard loadQueue.fetches.count < allowed else { return }
 
         let cursor: Cursor?
-        let loadedBefore: Int
+        let loadedBefore: LoadedBefore
         var streak = nextPageState.emptyPages
         if let last = loadQueue.fetches.last {
             // Never a cursor fetched before: landing that page would stop the collection.
@@ -674,7 +674,7 @@ extension NextPageLoadable {
             // Landing that page would stop the collection: nothing after it is asked for.
             guard streak <= loopGuard.maxEmptyPages else { return }
             cursor = next
-            loadedBefore = last.loadedBefore + head.itemCount
+            loadedBefore = last.loadedBefore.adding(items: head.itemCount)
         } else {
             // Only right after a page landed: never for a fresh collection, nor
             // after a call failed or gave up (its page is asked for again).

@@ -36,7 +36,7 @@ public actor PagedCollection: NextPageLoadable {
 
     public func firstCursor() -> Cursor? { strategy.firstCursor(paging) }
 
-    public nonisolated func performLoad(after cursor: Cursor?, isFirstPage: Bool, loadedBefore: Int) async throws -> LoadedPage {
+    public nonisolated func performLoad(after cursor: Cursor?, isFirstPage: Bool, loadedBefore: LoadedBefore) async throws -> LoadedPage {
         let request = PageRequest(cursor: cursor, isFirstPage: isFirstPage, paging: paging, options: options)
         let page = try await client.send(request)
         let advance = strategy.advance(after: page, request: request, loadedBefore: loadedBefore)

@@ -330,7 +330,7 @@ public enum EmbeddedSchemas {
         {
           "name": "pageSize",
           "schema": {"$ref": "#/components/schemas/CollectionDefinition/properties/pageSize"},
-          "description": "Items asked for per page, sent with every request (as `pageSizeParam`, or `paging.limitParam` for the offset strategy). When set, a page shorter than this ends the lastId, page and offset strategies; without it, the page strategy ends on a page shorter than the average of the pages before it."
+          "description": "Items asked for per page, sent with every request (as `pageSizeParam`, or `paging.limitParam` for the offset strategy). When set, a page shorter than this ends the lastId, page and offset strategies; without it, the page and offset strategies end on a page shorter than the average (rounded down) of the pages received before it since the last load or reset."
         },
         {
           "name": "pageSizeParam",
@@ -817,7 +817,7 @@ public enum EmbeddedSchemas {
           "source": {"$ref": "#/components/schemas/Source"},
           "paging": {"$ref": "#/components/schemas/Paging"},
           "pageSize": {
-            "description": "Items asked for per page, sent with every request (as `pageSizeParam`, or `paging.limitParam` for the offset strategy). When set, a page shorter than this ends the lastId, page and offset strategies; without it, the page strategy ends on a page shorter than the average of the pages before it.",
+            "description": "Items asked for per page, sent with every request (as `pageSizeParam`, or `paging.limitParam` for the offset strategy). When set, a page shorter than this ends the lastId, page and offset strategies; without it, the page and offset strategies end on a page shorter than the average (rounded down) of the pages received before it since the last load or reset.",
             "type": "integer",
             "minimum": 1
           },
@@ -1214,7 +1214,7 @@ public enum EmbeddedSchemas {
         "source": {"$ref": "#/$defs/Source"},
         "paging": {"$ref": "#/$defs/Paging"},
         "pageSize": {
-          "description": "Items asked for per page, sent with every request (as `pageSizeParam`, or `paging.limitParam` for the offset strategy). When set, a page shorter than this ends the lastId, page and offset strategies; without it, the page strategy ends on a page shorter than the average of the pages before it.",
+          "description": "Items asked for per page, sent with every request (as `pageSizeParam`, or `paging.limitParam` for the offset strategy). When set, a page shorter than this ends the lastId, page and offset strategies; without it, the page and offset strategies end on a page shorter than the average (rounded down) of the pages received before it since the last load or reset.",
           "type": "integer",
           "minimum": 1
         },

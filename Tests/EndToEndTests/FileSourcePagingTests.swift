@@ -137,6 +137,27 @@ final class FileSourcePagingTests: EndToEndTestCase {
         try server.finish()
     }
 
+    func testOffsetStrategyWithoutPageSizeEndsOnAShortPage() throws {
+        let server = try startServer(
+            config: fileConfig(paging: #"{"strategy": "offset", "items": ""}"#),
+            files: [
+                "pages/first.json": #"[1, 2, 3]"#,
+                "pages/3.json": #"[4, 5, 6]"#,
+                "pages/6.json": #"[7, 8]"#,
+            ])
+        // Asked for all at once, so that pages are read ahead of the replies:
+        // the third is shorter than those before it and is the last
+        // (8.json does not exist, and is neither read ahead nor asked for).
+        for id in 1...4 { try server.request("\(id)", "loadNext", #"{"collection": "c"}"#) }
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"c","items":[1,2,3],"page":1,"hasNext":true,"lastId":3,"count":3}"#))
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"c","items":[4,5,6],"page":2,"hasNext":true,"lastId":6,"count":6}"#))
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","items":[7,8],"page":3,"hasNext":false,"lastId":null,"count":8}"#))
+        try expectMatch(server.reply("4"), rpcResult(4, #"{"collection":"c","items":[],"page":3,"hasNext":false,"lastId":null,"count":8}"#))
+        try server.request("5", "status", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("5"), rpcResult(5, #"{"collection":"c","hasNext":false,"isLoading":false,"lastId":null,"count":8,"pages":3,"lastError":null}"#))
+        try server.finish()
+    }
+
     static let fivePages = [
         "pages/first.json": #"{"items": [{"id": 1}, {"id": 2}], "next_cursor": "b"}"#,
         "pages/b.json": #"{"items": [{"id": 3}, {"id": 4}], "next_cursor": "c"}"#,

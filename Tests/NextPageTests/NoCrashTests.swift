@@ -57,7 +57,7 @@ final class CrashProbes: XCTestCase {
             let request = PageRequest(cursor: .integer(1), isFirstPage: false, paging: paging, options: CollectionOptions())
             do {
                 let page = try UpstreamPage.decode(UpstreamResponse(body: Array(body.utf8)), for: request)
-                _ = PageNumberStrategy().advance(after: page, request: request, loadedBefore: 0)
+                _ = PageNumberStrategy().advance(after: page, request: request, loadedBefore: LoadedBefore())
             } catch LoadError.undecodable(let failure) {
                 XCTAssertEqual(failure.pointer, "/total", total)
             } catch {
@@ -83,7 +83,7 @@ final class CrashProbes: XCTestCase {
         let paging = Paging(strategy: .offset)
         let request = PageRequest(cursor: .integer(Int64.max - 1), isFirstPage: false, paging: paging, options: CollectionOptions())
         let page = UpstreamPage(items: [.integer(1), .integer(2), .integer(3)])
-        let advance = OffsetStrategy().advance(after: page, request: request, loadedBefore: 0)
+        let advance = OffsetStrategy().advance(after: page, request: request, loadedBefore: LoadedBefore())
         XCTAssertNotEqual(advance.next, .integer(Int64.max - 1), "never the same cursor again")
     }
 }

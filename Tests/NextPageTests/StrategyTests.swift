@@ -17,7 +17,7 @@ final class StrategyTests: XCTestCase {
     }
 
     /// Decodes `body` and advances with the paging's strategy.
-    private func advance(_ body: String, _ paging: Paging, cursor: Cursor? = nil, pageSize: Int? = nil, loadedBefore: Int = 0,
+    private func advance(_ body: String, _ paging: Paging, cursor: Cursor? = nil, pageSize: Int? = nil, loadedBefore: LoadedBefore = LoadedBefore(),
                          headers: [(name: String, value: String)] = []) throws -> Advance {
         let request = PageRequest(cursor: cursor, isFirstPage: cursor == nil, paging: paging, options: CollectionOptions(pageSize: pageSize))
         var page = try UpstreamPage.decode(UpstreamResponse(headers: headers, body: Array(body.utf8)), for: request)
@@ -111,31 +111,31 @@ final class StrategyTests: XCTestCase {
     func testPageStrategyWithoutPageSizeEndsOnAPageShorterThanThoseBefore() throws {
         let paging = Paging(strategy: .page)
         // Pages of 3 and 3 before: a page of 2 is the last, one of 3 or more is not.
-        XCTAssertEqual(try advance(#"{"items": [1, 2]}"#, paging, cursor: .integer(3), loadedBefore: 6).hasNext, false)
-        XCTAssertEqual(try advance(#"{"items": [1, 2, 3]}"#, paging, cursor: .integer(3), loadedBefore: 6).hasNext, true)
-        XCTAssertEqual(try advance(#"{"items": [1, 2, 3, 4]}"#, paging, cursor: .integer(3), loadedBefore: 6).hasNext, true)
+        XCTAssertEqual(try advance(#"{"items": [1, 2]}"#, paging, cursor: .integer(3), loadedBefore: LoadedBefore(items: 6, pages: 2)).hasNext, false)
+        XCTAssertEqual(try advance(#"{"items": [1, 2, 3]}"#, paging, cursor: .integer(3), loadedBefore: LoadedBefore(items: 6, pages: 2)).hasNext, true)
+        XCTAssertEqual(try advance(#"{"items": [1, 2, 3, 4]}"#, paging, cursor: .integer(3), loadedBefore: LoadedBefore(items: 6, pages: 2)).hasNext, true)
         // The first page has nothing before it to be shorter than.
         XCTAssertEqual(try advance(#"{"items": [1]}"#, paging, cursor: .integer(1)).hasNext, true)
         XCTAssertEqual(try advance(#"{"items": [1]}"#, paging).hasNext, true)
-        // Nothing loaded before (a walk resumed at page 5): no evidence, read on.
-        XCTAssertEqual(try advance(#"{"items": [1]}"#, paging, cursor: .integer(5), loadedBefore: 0).hasNext, true)
-        // Pages counted from `start`.
+        // Nothing received before (a walk resumed at page 5): no evidence, read on.
+        XCTAssertEqual(try advance(#"{"items": [1]}"#, paging, cursor: .integer(5), loadedBefore: LoadedBefore()).hasNext, true)
+        // Pages counted from `start`: the evidence is what was received, not the page number.
         let fromZero = Paging(strategy: .page, start: 0)
-        XCTAssertEqual(try advance(#"{"items": [1]}"#, fromZero, cursor: .integer(1), loadedBefore: 2).hasNext, false)
-        XCTAssertEqual(try advance(#"{"items": [1, 2]}"#, fromZero, cursor: .integer(1), loadedBefore: 2).hasNext, true)
+        XCTAssertEqual(try advance(#"{"items": [1]}"#, fromZero, cursor: .integer(1), loadedBefore: LoadedBefore(items: 2, pages: 1)).hasNext, false)
+        XCTAssertEqual(try advance(#"{"items": [1, 2]}"#, fromZero, cursor: .integer(1), loadedBefore: LoadedBefore(items: 2, pages: 1)).hasNext, true)
         // `pageSize`, when set, is the measure: a page as long as those before but short of it ends.
-        XCTAssertEqual(try advance(#"{"items": [1, 2]}"#, paging, cursor: .integer(2), pageSize: 3, loadedBefore: 2).hasNext, false)
-        XCTAssertEqual(try advance(#"{"items": [1, 2]}"#, paging, cursor: .integer(2), pageSize: 2, loadedBefore: 5).hasNext, true)
+        XCTAssertEqual(try advance(#"{"items": [1, 2]}"#, paging, cursor: .integer(2), pageSize: 3, loadedBefore: LoadedBefore(items: 2, pages: 1)).hasNext, false)
+        XCTAssertEqual(try advance(#"{"items": [1, 2]}"#, paging, cursor: .integer(2), pageSize: 2, loadedBefore: LoadedBefore(items: 5, pages: 1)).hasNext, true)
         // A hasNext pointer still decides.
         let flagged = Paging(strategy: .page, hasNext: "/more")
-        XCTAssertEqual(try advance(#"{"items": [1], "more": true}"#, flagged, cursor: .integer(3), loadedBefore: 6).hasNext, true)
+        XCTAssertEqual(try advance(#"{"items": [1], "more": true}"#, flagged, cursor: .integer(3), loadedBefore: LoadedBefore(items: 6, pages: 2)).hasNext, true)
     }
 
     func testPageStrategyTotal() throws {
         let paging = Paging(strategy: .page, total: "/total")
-        XCTAssertEqual(try advance(#"{"items": [1, 2], "total": 5}"#, paging, cursor: .integer(2), loadedBefore: 2).hasNext, true)
-        XCTAssertEqual(try advance(#"{"items": [1], "total": 5}"#, paging, cursor: .integer(3), loadedBefore: 4).hasNext, false)
-        XCTAssertEqual(try advance(#"{"items": [1, 2], "total": 4}"#, paging, cursor: .integer(2), loadedBefore: 2).hasNext, false)
+        XCTAssertEqual(try advance(#"{"items": [1, 2], "total": 5}"#, paging, cursor: .integer(2), loadedBefore: LoadedBefore(items: 2, pages: 1)).hasNext, true)
+        XCTAssertEqual(try advance(#"{"items": [1], "total": 5}"#, paging, cursor: .integer(3), loadedBefore: LoadedBefore(items: 4, pages: 2)).hasNext, false)
+        XCTAssertEqual(try advance(#"{"items": [1, 2], "total": 4}"#, paging, cursor: .integer(2), loadedBefore: LoadedBefore(items: 2, pages: 1)).hasNext, false)
     }
 
     func testPageStrategyNumbersFromStart() throws {
@@ -161,6 +161,28 @@ final class StrategyTests: XCTestCase {
         XCTAssertEqual(try advance(#"{"items": [1, 2, 3, 4]}"#, paging, cursor: .integer(10), pageSize: 5).hasNext, false)
         XCTAssertEqual(try advance(#"{"items": []}"#, paging, cursor: .integer(10)).hasNext, false)
         XCTAssertEqual(Paging(strategy: .offset, limitParam: "count").limitParam, "count")
+    }
+
+    func testOffsetStrategyWithoutPageSizeEndsOnAPageShorterThanThoseBefore() throws {
+        let paging = Paging(strategy: .offset)
+        // Pages of 3 and 3 before: a page of 2 is the last, one of 3 or more is not.
+        let twoPages = LoadedBefore(items: 6, pages: 2)
+        XCTAssertEqual(try advance(#"{"items": [1, 2]}"#, paging, cursor: .integer(6), loadedBefore: twoPages),
+                       Advance(next: .integer(8), hasNext: false))
+        XCTAssertEqual(try advance(#"{"items": [1, 2, 3]}"#, paging, cursor: .integer(6), loadedBefore: twoPages).hasNext, true)
+        XCTAssertEqual(try advance(#"{"items": [1, 2, 3, 4]}"#, paging, cursor: .integer(6), loadedBefore: twoPages).hasNext, true)
+        // The average is rounded down: after pages of 5 and 4, a page of 4 is not short, one of 3 is.
+        let uneven = LoadedBefore(items: 9, pages: 2)
+        XCTAssertEqual(try advance(#"{"items": [1, 2, 3, 4]}"#, paging, cursor: .integer(9), loadedBefore: uneven).hasNext, true)
+        XCTAssertEqual(try advance(#"{"items": [1, 2, 3]}"#, paging, cursor: .integer(9), loadedBefore: uneven).hasNext, false)
+        // The first page, and the first after a resume, have no evidence: read on.
+        XCTAssertEqual(try advance(#"{"items": [1]}"#, paging).hasNext, true)
+        XCTAssertEqual(try advance(#"{"items": [1]}"#, paging, cursor: .integer(40)).hasNext, true)
+        // `pageSize`, when set, is the measure.
+        XCTAssertEqual(try advance(#"{"items": [1, 2]}"#, paging, cursor: .integer(6), pageSize: 2, loadedBefore: twoPages).hasNext, true)
+        // A hasNext pointer still decides.
+        let flagged = Paging(strategy: .offset, hasNext: "/more")
+        XCTAssertEqual(try advance(#"{"items": [1], "more": true}"#, flagged, cursor: .integer(6), loadedBefore: twoPages).hasNext, true)
     }
 
     func testOffsetStrategyTotalAndHasNext() throws {

@@ -3,7 +3,7 @@
 public struct CursorStrategy: PagingStrategy {
     public init() {}
 
-    public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: Int) -> Advance {
+    public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: LoadedBefore) -> Advance {
         resolve(next: page.next, page: page, otherwise: true)
     }
 }
@@ -13,7 +13,7 @@ public struct CursorStrategy: PagingStrategy {
 public struct NextURLStrategy: PagingStrategy {
     public init() {}
 
-    public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: Int) -> Advance {
+    public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: LoadedBefore) -> Advance {
         resolve(next: page.next, page: page, otherwise: true)
     }
 }

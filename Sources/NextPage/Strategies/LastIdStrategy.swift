@@ -4,7 +4,7 @@
 public struct LastIdStrategy: PagingStrategy {
     public init() {}
 
-    public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: Int) -> Advance {
+    public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: LoadedBefore) -> Advance {
         // An empty page keeps the cursor it was fetched with.
         let next = page.lastItemId ?? request.cursor
         return resolve(next: next, page: page, otherwise: !page.items.isEmpty && !isShort(page, request))

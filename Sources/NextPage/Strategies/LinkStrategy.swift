@@ -4,7 +4,7 @@
 public struct LinkStrategy: PagingStrategy {
     public init() {}
 
-    public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: Int) -> Advance {
+    public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: LoadedBefore) -> Advance {
         let values = page.headers.filter { $0.name.lowercased() == "link" }.map(\.value)
         let next = LinkHeader.parse(values).first { $0.relations.contains("next") }?.target
         return resolve(next: next.map(Cursor.string), page: page, otherwise: true)

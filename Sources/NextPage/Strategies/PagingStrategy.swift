@@ -20,8 +20,27 @@ public protocol PagingStrategy: Sendable {
     func firstCursor(_ paging: Paging) -> Cursor?
 
     /// Decides the next cursor and whether the source has more, from the page
-    /// just fetched with `request`; `loadedBefore` counts the items loaded before it.
-    func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: Int) -> Advance
+    /// just fetched with `request`; `loadedBefore` counts the items and pages
+    /// received before it.
+    func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: LoadedBefore) -> Advance
+}
+
+/// The items and pages received from the source before a page, since the
+/// collection's last reset: the evidence by which `page` and `offset` judge
+/// a page short when no `pageSize` says what a full page is.
+public struct LoadedBefore: Sendable, Equatable {
+    public var items: Int
+    public var pages: Int
+
+    public init(items: Int = 0, pages: Int = 0) {
+        self.items = items
+        self.pages = pages
+    }
+
+    /// The count after one more page of `items` items.
+    public func adding(items count: Int) -> LoadedBefore {
+        LoadedBefore(items: items + count, pages: pages + 1)
+    }
 }
 
 extension PagingStrategy {
@@ -42,6 +61,17 @@ extension PagingStrategy {
     func isShort(_ page: UpstreamPage, _ request: PageRequest) -> Bool {
         guard let size = request.pageSize else { return false }
         return page.items.count < size
+    }
+
+    /// Whether a page is shorter than `pageSize`, or without it, than the
+    /// pages before it held on average (pages of 3, 3, then 2 items: the
+    /// third is short). Only pages received since the last reset count: the
+    /// first page of a walk, or of a resume from a saved cursor, is never
+    /// called short on no evidence.
+    func isShort(_ page: UpstreamPage, _ request: PageRequest, after before: LoadedBefore) -> Bool {
+        if request.pageSize != nil { return isShort(page, request) }
+        guard before.pages > 0, before.items > 0 else { return false }
+        return page.items.count < before.items / before.pages
     }
 
     /// Whether the `total` pointer says every item has been seen.
