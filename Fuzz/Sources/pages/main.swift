@@ -56,7 +56,7 @@ private func outcome(_ body: () throws -> UpstreamPage) -> (Outcome, UpstreamPag
     }
 }
 
-private func checkAdvance(_ page: UpstreamPage, _ request: PageRequest, loadedBefore: Int) -> Advance {
+private func checkAdvance(_ page: UpstreamPage, _ request: PageRequest, loadedBefore: LoadedBefore) -> Advance {
     let strategy = request.paging.strategy.implementation
     let advance = strategy.advance(after: page, request: request, loadedBefore: loadedBefore)
     fuzzCheck(!advance.hasNext || advance.next != nil, "\(request.paging.strategy): more to come without a cursor")
@@ -136,7 +136,8 @@ private func decodeAndCompare(_ data: UnsafePointer<UInt8>?, _ size: Int) {
         fuzzCheck(usualPage.ids.count == usualPage.items.count, "\(usualPage.ids.count) ids for \(usualPage.items.count) items")
     }
     if let usualPage, let wholePage {
-        let loadedBefore = Int(flags >> 3)
+        // Items and pages before: enough variety for short-page inference either way.
+        let loadedBefore = LoadedBefore(items: Int(flags >> 3), pages: Int(flags >> 6))
         let a = checkAdvance(usualPage, request, loadedBefore: loadedBefore)
         let b = checkAdvance(wholePage, request, loadedBefore: loadedBefore)
         fuzzCheck(a == b, "advance differs: \(a) vs \(b)")
