@@ -764,7 +764,7 @@ public enum EmbeddedSchemas {
             "additionalProperties": false,
             "properties": {
               "kind": {
-                "description": "begin: before the first page; report: after each page; end: when the call finishes with a result (when it fails, the error reply comes without an end).",
+                "description": "begin: before the first page; report: after each page; end: when the call finishes, before its result, and also before its error reply when it fails or is cancelled.",
                 "enum": ["begin", "report", "end"]
               },
               "pages": {"description": "Pages loaded by the call so far.", "type": "integer", "minimum": 0},
