@@ -430,6 +430,18 @@ extension NextPageLoadable {
         didReset()
     }
 
+    /// Puts a fresh collection where a saved state left it (a restarted
+    /// server, a `nextpage next` loop): the next page is the one after
+    /// `saved.lastId`, and the items and pages counted before it are the
+    /// evidence for a `total` or a short page, as if this process had
+    /// loaded them.
+    public func resume(from saved: NextPageState) {
+        reset()
+        nextPageState = saved
+        nextPageState.isLoading = false
+        loadQueue.received = LoadedBefore(items: saved.count, pages: saved.pages)
+    }
+
     /// Declares (`+1`) or withdraws (`-1`) a caller that will ask for page
     /// after page, such as `loadAll`: pages may be read ahead for it.
     public func streamingDemand(_ delta: Int) {

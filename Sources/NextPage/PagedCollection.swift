@@ -80,9 +80,7 @@ public actor PagedCollection: NextPageLoadable {
 
     /// Restores a saved position (from a state file) on a fresh collection.
     public func restore(_ saved: NextPageState) {
-        reset()
-        nextPageState = saved
-        nextPageState.isLoading = false
+        resume(from: saved)
         buffer.removeAll(continuingAt: saved.count)
     }
 }

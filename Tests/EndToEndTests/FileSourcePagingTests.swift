@@ -98,6 +98,27 @@ final class FileSourcePagingTests: EndToEndTestCase {
         try server.finish()
     }
 
+    func testPageStrategyEndsByTotalAfterARestartAndAfterAResume() throws {
+        let files = [
+            "pages/first.json": #"{"items": [1, 2, 3], "total": 6}"#,
+            "pages/2.json": #"{"items": [4, 5, 6], "total": 6}"#,
+            "pages/3.json": #"{"items": ["beyond the total"], "total": 6}"#,
+        ]
+        let config = fileConfig(paging: #"{"strategy": "page", "total": "/total"}"#)
+        // A restarted server counts the items its state file says were loaded.
+        let first = try startServer(config: config, files: files, arguments: ["--state", "run.state"])
+        try first.request("1", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(first.reply("1"), rpcResult(1, #"{"collection":"c","items":[1,2,3],"page":1,"hasNext":true,"lastId":2,"count":3}"#))
+        try first.finish()
+        let second = try startServer(arguments: ["--state", "run.state"], in: first.directory)
+        try second.request("1", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(second.reply("1"), rpcResult(1, #"{"collection":"c","items":[4,5,6],"page":2,"hasNext":false,"lastId":null,"count":6}"#))
+        // A resume from a cursor alone takes the pages before as long as this one.
+        try second.request("2", "load", #"{"collection": "c", "lastId": 2}"#)
+        try expectMatch(second.reply("2"), rpcResult(2, #"{"collection":"c","items":[4,5,6],"page":1,"hasNext":false,"lastId":null,"count":3}"#))
+        try second.finish()
+    }
+
     func testPageStrategyWithoutPageSizeEndsOnAShortPage() throws {
         let server = try startServer(
             config: fileConfig(paging: #"{"strategy": "page"}"#),

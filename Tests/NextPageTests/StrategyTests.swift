@@ -136,6 +136,15 @@ final class StrategyTests: XCTestCase {
         XCTAssertEqual(try advance(#"{"items": [1, 2], "total": 5}"#, paging, cursor: .integer(2), loadedBefore: LoadedBefore(items: 2, pages: 1)).hasNext, true)
         XCTAssertEqual(try advance(#"{"items": [1], "total": 5}"#, paging, cursor: .integer(3), loadedBefore: LoadedBefore(items: 4, pages: 2)).hasNext, false)
         XCTAssertEqual(try advance(#"{"items": [1, 2], "total": 4}"#, paging, cursor: .integer(2), loadedBefore: LoadedBefore(items: 2, pages: 1)).hasNext, false)
+        // Resumed at page 2 with nothing received before: the page before is taken to be as long as this one,
+        XCTAssertEqual(try advance(#"{"items": [1, 2, 3], "total": 6}"#, paging, cursor: .integer(2)).hasNext, false)
+        XCTAssertEqual(try advance(#"{"items": [1, 2, 3], "total": 7}"#, paging, cursor: .integer(2)).hasNext, true)
+        // or as pageSize says,
+        XCTAssertEqual(try advance(#"{"items": [1], "total": 7}"#, paging, cursor: .integer(3), pageSize: 3).hasNext, false)
+        // or as the pages received since the resume (resumed at 3, which held 4 items; page 4 holds 4).
+        let resumed = LoadedBefore(items: 4, pages: 1)
+        XCTAssertEqual(try advance(#"{"items": [1, 2, 3, 4], "total": 16}"#, paging, cursor: .integer(4), loadedBefore: resumed).hasNext, false)
+        XCTAssertEqual(try advance(#"{"items": [1, 2, 3, 4], "total": 17}"#, paging, cursor: .integer(4), loadedBefore: resumed).hasNext, true)
     }
 
     func testPageStrategyNumbersFromStart() throws {
