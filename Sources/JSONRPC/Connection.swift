@@ -85,7 +85,8 @@ public final class Connection: @unchecked Sendable {
     }
 
     enum Event: Sendable {
-        case frame(FrameEvent)
+        /// The messages of one read, in order.
+        case frames([FrameEvent])
         case framing(Framing)
         case endOfInput
         case stop
@@ -112,6 +113,12 @@ public final class Connection: @unchecked Sendable {
     // Touched only by the dispatch loop in `run()`.
     private var nextToken = 0
     private var shutdownRequested = false
+    /// Requests admitted and not started yet (see `startAdmitted`).
+    private var admitted: [() -> Void] = []
+
+    /// Admitted requests beyond which they are started without waiting for
+    /// the rest of their read.
+    static let maxAdmittedTogether = 64
 
     /// A connection reading `input` and writing through `writer`; `tap`,
     /// when given, sees every message in and out (a transcript).
@@ -150,16 +157,24 @@ public final class Connection: @unchecked Sendable {
             case .framing(let framing):
                 tap?.framing(framing)
                 writer.setFraming(framing)
-            case .frame(let frame):
-                // Nothing more is started while the peer is behind reading
-                // (until input ends: see `startReader`).
-                await writer.room(limit: options.maxPendingOutputBytes, dispatch: true)
-                let end = await handle(frame)
-                tracker.dispatched()
-                if let end {
-                    ending = end
-                    break loop
+            case .frames(let frames):
+                // The messages read together are admitted together, in
+                // order, before any of them starts: a `status` right behind
+                // a `loadNext` sees that page loading, however fast the
+                // source, and a replayed transcript sees what was recorded.
+                for frame in frames {
+                    // Nothing more is started while the peer is behind reading
+                    // (until input ends: see `startReader`).
+                    await writer.room(limit: options.maxPendingOutputBytes, dispatch: true)
+                    let end = await handle(frame)
+                    tracker.dispatched()
+                    if let end {
+                        startAdmitted()
+                        ending = end
+                        break loop
+                    }
                 }
+                startAdmitted()
             case .finished, .drainTick:
                 continue
             case .endOfInput:
@@ -227,9 +242,11 @@ public final class Connection: @unchecked Sendable {
                     sink.yield(.framing(framing))
                 }
                 tracker.read(frames.count)
-                for frame in frames { sink.yield(.frame(frame)) }
+                if !frames.isEmpty { sink.yield(.frames(frames)) }
             }
-            for frame in framer.finish() { sink.yield(.frame(frame)) }
+            let last = framer.finish()
+            tracker.read(last.count)
+            if !last.isEmpty { sink.yield(.frames(last)) }
             sink.yield(.endOfInput)
             // Nothing more will be read: the requests already read are
             // dispatched without waiting for the peer to read replies (one
@@ -279,8 +296,10 @@ public final class Connection: @unchecked Sendable {
                 }
                 guard let work = await admit(request) else { return nil }
                 let tracker = self.tracker
-                spawn(id: request.id) { [self] token in
-                    if let reply = await Self.perform(work, id: request.id, tracker: tracker, token: token) { emit(reply) }
+                startLater {
+                    self.spawn(id: request.id) { [self] token in
+                        if let reply = await Self.perform(work, id: request.id, tracker: tracker, token: token) { emit(reply) }
+                    }
                 }
             }
         case .batch(let entries):
@@ -303,40 +322,62 @@ public final class Connection: @unchecked Sendable {
             }
             // Each member runs as a request of its own, under its own id, so
             // that `$/cancelRequest` reaches it as it reaches a single
-            // request. They are registered here, before the next message is
-            // handled (a cancel right behind the batch finds them); the
-            // batch's reply waits for all of them.
-            let tracker = self.tracker
-            let firstMember = nextToken
-            nextToken += works.count
-            let running: [Task<RawJSON?, Never>] = tracker.locked {
-                works.enumerated().compactMap { index, member in
-                    guard let work = member.1 else { return nil }
-                    let token = firstMember + index
-                    // It cannot finish before it is registered: `memberFinished` waits for the lock.
-                    let task = Task {
-                        let reply = await Self.perform(work, id: member.0, tracker: tracker, token: token)
-                        tracker.memberFinished(token)
-                        return reply
-                    }
-                    tracker.memberStarted(token, id: member.0, cancel: { task.cancel() }, wait: { _ = await task.value })
-                    return task
-                }
-            }
-            spawn(id: nil) { [self] _ in
-                var replies: [RawJSON] = []
-                for task in running { if let reply = await task.value { replies.append(reply) } }
-                if !replies.isEmpty { emit(.array(replies)) }
-            }
+            // request. They are registered when they start, before the next
+            // cancel is handled (a cancel right behind the batch finds them);
+            // the batch's reply waits for all of them.
+            startLater { self.startBatch(works) }
             return ending
         }
         return nil
+    }
+
+    /// Starts the members of a batch, then what replies when all have ended.
+    private func startBatch(_ works: [(RequestID?, RPCWork?)]) {
+        let tracker = self.tracker
+        let firstMember = nextToken
+        nextToken += works.count
+        let running: [Task<RawJSON?, Never>] = tracker.locked {
+            works.enumerated().compactMap { index, member in
+                guard let work = member.1 else { return nil }
+                let token = firstMember + index
+                // It cannot finish before it is registered: `memberFinished` waits for the lock.
+                let task = Task {
+                    let reply = await Self.perform(work, id: member.0, tracker: tracker, token: token)
+                    tracker.memberFinished(token)
+                    return reply
+                }
+                tracker.memberStarted(token, id: member.0, cancel: { task.cancel() }, wait: { _ = await task.value })
+                return task
+            }
+        }
+        spawn(id: nil) { [self] _ in
+            var replies: [RawJSON] = []
+            for task in running { if let reply = await task.value { replies.append(reply) } }
+            if !replies.isEmpty { emit(.array(replies)) }
+        }
+    }
+
+    /// Starts an admitted request once the rest of its read is admitted (or
+    /// `maxAdmittedTogether` wait).
+    private func startLater(_ start: @escaping () -> Void) {
+        admitted.append(start)
+        if admitted.count >= Self.maxAdmittedTogether { startAdmitted() }
+    }
+
+    /// Starts the requests admitted so far, in the order they came.
+    private func startAdmitted() {
+        guard !admitted.isEmpty else { return }
+        let starts = admitted
+        admitted.removeAll(keepingCapacity: true)
+        for start in starts { start() }
     }
 
     /// Lifecycle and cancellation, handled by the connection itself.
     private func control(_ request: RPCRequest) -> Ending? {
         switch request.method {
         case "$/cancelRequest":
+            // The request to cancel may be one admitted in the same read.
+            startAdmitted()
             if let idValue = request.params?["id"], let id = RequestID(idValue) {
                 tracker.cancel(id: id)
             }
@@ -452,7 +493,7 @@ public final class Connection: @unchecked Sendable {
             case .stop:
                 await cancelInFlight()
                 return
-            case .framing, .frame, .endOfInput:
+            case .framing, .frames, .endOfInput:
                 continue
             }
         }

@@ -153,6 +153,34 @@ final class ConcurrencyTests: EndToEndTestCase {
         try server.finish()
     }
 
+    func testCancelRequestRightBehindARequestInTheSameWriteReachesIt() throws {
+        let (server, fifo) = try startWithBlockedFirstPage()
+        try server.sendRaw(#"{"jsonrpc":"2.0","id":1,"method":"loadNext","params":{"collection":"c"}}"# + "\n"
+            + #"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"# + "\n")
+        try expectMatch(server.reply("1"), #"{"jsonrpc":"2.0","id":1,"error":\#(Self.cancelled)}"#)
+        try fifo.replace(withFile: Self.page1)
+        try server.request("2", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"c","items":[{"id":1},{"id":2}],"page":1,"hasNext":true,"lastId":"p2","count":2}"#))
+        try server.finish()
+    }
+
+    func testRequestsReadTogetherAreAdmittedBeforeAnyOfThemRuns() throws {
+        // Regular page files, read at once: a status sent in the same write
+        // as a loadNext still sees that page loading, every time.
+        let server = try startServer(
+            config: fileConfig(paging: #"{"strategy": "cursor"}"#),
+            files: ["pages/first.json": Self.page1, "pages/p2.json": Self.page2])
+        for round in 1...20 {
+            try server.sendRaw(#"{"jsonrpc":"2.0","id":"r\#(round)","method":"reset","params":{"collection":"c"}}"# + "\n"
+                + #"{"jsonrpc":"2.0","id":"l\#(round)","method":"loadNext","params":{"collection":"c"}}"# + "\n"
+                + #"{"jsonrpc":"2.0","id":"s\#(round)","method":"status","params":{"collection":"c"}}"# + "\n")
+            try expectMatch(server.reply("\"s\(round)\""), #"{"jsonrpc":"2.0","id":"s\#(round)","result":\#(Self.loading)}"#, "round \(round)")
+            try expectMatch(server.reply("\"l\(round)\""), #"{"jsonrpc":"2.0","id":"l\#(round)","result":{"collection":"c","items":[{"id":1},{"id":2}],"page":1,"hasNext":true,"lastId":"p2","count":2}}"#)
+            _ = try server.reply("\"r\(round)\"")
+        }
+        try server.finish()
+    }
+
     func testDifferentCollectionsLoadConcurrently() throws {
         let directory = try temporaryDirectory()
         let fifo = try makeFifo(directory + "/slow/first.json")

@@ -61,6 +61,24 @@ final class TranscriptTests: EndToEndTestCase {
         XCTAssertEqual(try runNextpage(["replay", "session.transcript.jsonl"], in: directory).status, 0)
     }
 
+    func testRequestsSentTogetherAreReplayedTogether() throws {
+        // A client sends a loadNext and a status in one write: the status is
+        // answered while the page is still loading. A replay that sent them
+        // one by one would let the page land first, and fail most times.
+        let directory = try temporaryDirectory()
+        let server = try startServer(arguments: ["--transcript", "together.transcript.jsonl"], in: directory)
+        try server.sendRaw(
+            #"{"jsonrpc":"2.0","id":1,"method":"loadNext","params":{"collection":"demo"}}"# + "\n"
+            + #"{"jsonrpc":"2.0","id":2,"method":"status","params":{"collection":"demo"}}"# + "\n")
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"demo","hasNext":true,"isLoading":true,"lastId":null,"count":0,"pages":0,"lastError":null}"#))
+        _ = try server.reply("1")
+        try server.finish()
+        for attempt in 1...10 {
+            let replay = try runNextpage(["replay", "together.transcript.jsonl"], in: directory)
+            XCTAssertEqual(replay.status, 0, "replay \(attempt): \(replay.stdout)")
+        }
+    }
+
     func testAnLSPSessionIsRecordedWithItsFramingAndReplays() throws {
         let directory = try temporaryDirectory()
         let server = try startServer(arguments: ["--transcript", "lsp.transcript.jsonl"], framing: .lsp, in: directory)

@@ -36,24 +36,42 @@ final class SessionRun {
     }
 
     /// Sends the in records, each after the out records above it arrived; then ends the server.
+    ///
+    /// In records that follow one another with no out record between them
+    /// go out in one write, as they reached the server when it was recorded
+    /// (a client that sent them together, a file piped in): the server then
+    /// reads them together again, and a `status` sent right behind a
+    /// `loadNext` sees that page still loading, as it did then.
     func perform(ending: Transcript.RestartMode?) {
         var ordinals: [String: Int] = [:]
+        var together: [UInt8] = []
+        var sendsTogether = 0
+        func sendTogether() {
+            guard sendsTogether > 0 else { return }
+            // Counted first, so that every reply to them is tagged with the last of them.
+            for _ in 0..<sendsTogether { process.markSent() }
+            process.send(together)
+            together.removeAll(keepingCapacity: true)
+            sendsTogether = 0
+        }
         for line in lines {
             switch line.record {
             case .expect(let message):
+                sendTogether()
                 let key = Self.key(message)
                 ordinals[key, default: 0] += 1
                 expectations.append(Expectation(line: line, message: message, key: key, label: Self.label(message, ordinal: ordinals[key]!)))
             case .send(let send):
-                waitForExpectations()
+                // Every out record above has its in records sent already.
+                if sendsTogether == 0 { waitForExpectations() }
                 sendLines.append(line.number)
-                // Counted first, so that every reply to it is tagged with it.
-                process.markSent()
-                process.send(frame(send))
+                together += frame(send)
+                sendsTogether += 1
             default:
                 break
             }
         }
+        sendTogether()
         if ending == .kill {
             waitForExpectations()
             process.kill()
