@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import AsyncHTTPClient
 import NIOConcurrencyHelpers
 import NIOCore
@@ -153,6 +158,10 @@ public final class HTTPNetworkTransport: HTTPTransport {
                 }
                 return .connection(error.shortDescription.lowercased())
             }
+        }
+        // A socket error (a refused or reset connection): the system's words for it.
+        if let error = error as? IOError {
+            return .connection(String(cString: strerror(error.errnoCode)).lowercased())
         }
         return .connection(String(describing: error))
     }
