@@ -102,7 +102,7 @@ struct Next: AsyncParsableCommand {
 
 struct All: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print every item of a collection, one line of compact JSON each (a loadAll).",
+        abstract: "Print every item of a collection, one line of compact JSON each, as the source wrote it (a loadAll).",
         discussion: """
             Continues from where the collection stands (with --state, from the saved cursor) to the end of \
             the source or a limit. A progress line (items, pages, rate) is shown on stderr when stderr is a \
@@ -137,12 +137,7 @@ struct All: AsyncParsableCommand {
         ])
         do {
             _ = try await committing(session) { try await call(session, "loadAll", params) { method, page in
-                guard method == "page", let page, let items = (try? page.parsed())?["items"]?.elements else { return }
-                var out: [UInt8] = []
-                for item in items {
-                    out += item.dump()
-                    out.append(UInt8(ascii: "\n"))
-                }
+                guard method == "page", let page, let (out, count) = Self.itemLines(page) else { return }
                 writeOut(out)
                 do {
                     try session.commit()
@@ -151,7 +146,7 @@ struct All: AsyncParsableCommand {
                     printError("nextpage: \(error)")
                     Glibc.exit(ShellExit.state)
                 }
-                progress?.add(items: items.count)
+                progress?.add(items: count)
             } }
         } catch {
             progress?.finish()
@@ -159,6 +154,31 @@ struct All: AsyncParsableCommand {
         }
         progress?.finish()
         try commit(session)
+    }
+
+    /// The items of a `page` notification, one per line, each as the source
+    /// sent it (compacted), and how many there are.
+    static func itemLines(_ page: RawJSON) -> (lines: [UInt8], count: Int)? {
+        let found = page.bytes.withUnsafeBufferPointer { JSONScanner.compactArray(at: ["items"], in: $0) }
+        guard let found else {
+            // Not expected of the server's own reply: read it with jansson instead.
+            guard let items = (try? page.parsed())?["items"]?.elements else { return nil }
+            var out: [UInt8] = []
+            for item in items {
+                out += item.dump()
+                out.append(UInt8(ascii: "\n"))
+            }
+            return (out, items.count)
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(found.bytes.count)
+        for (index, start) in found.starts.enumerated() {
+            // Up to the comma before the next item, or the closing bracket.
+            let end = index + 1 < found.starts.count ? Int(found.starts[index + 1]) - 1 : found.bytes.count - 1
+            out += found.bytes[Int(start)..<end]
+            out.append(UInt8(ascii: "\n"))
+        }
+        return (out, found.starts.count)
     }
 }
 

@@ -136,6 +136,19 @@ final class ShellCommandTests: EndToEndTestCase {
         XCTAssertEqual(try ids(ofLines: again.lines), Array(1...25), "reset forgot the saved cursor")
     }
 
+    func testAllPrintsItemsAsTheSourceSentThem() throws {
+        // Numbers, escapes and key order as written, only whitespace removed,
+        // as a loadNext reply has them.
+        let directory = try temporaryDirectory()
+        try writeFile(directory + "/nextpage.json", fileConfig(paging: #"{"strategy": "cursor"}"#))
+        try writeFile(directory + "/pages/first.json", #"{"items": [2.50, 1e3, -0.0, "caf\u00e9 \"x\"", {"b" : [1, 2], "a": null}, [ ]], "next_cursor": null}"#)
+        let all = try runNextpage(["all", "c"], in: directory)
+        XCTAssertEqual(all.status, 0, all.stderr)
+        XCTAssertEqual(all.lines, ["2.50", "1e3", "-0.0", #""caf\u00e9 \"x\"""#, #"{"b":[1,2],"a":null}"#, "[]"])
+        let next = try runNextpage(["next", "c"], in: directory)
+        XCTAssert(next.stdout.contains(#""items":[2.50,1e3,-0.0,"caf\u00e9 \"x\"",{"b":[1,2],"a":null},[]]"#), next.stdout)
+    }
+
     func testShellCommandsAndTheServerShareTheStateFile() throws {
         let directory = try temporaryDirectory()
         try Self.writePages(4, size: 2, in: directory)
