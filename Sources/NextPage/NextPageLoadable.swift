@@ -576,7 +576,10 @@ extension NextPageLoadable {
         var stopReason: String? = hasNext ? nil : page.endNote
         var repeated: String?
         if hasNext, let next = page.next {
-            if next == cursor {
+            if next == cursor && page.items.isEmpty {
+                // lastId and offset move on by the items: an empty page leaves them where they were.
+                repeated = "the page is empty and leads back to the cursor '\(next.text)' it was fetched with, although the source says there is more"
+            } else if next == cursor {
                 repeated = "source returned the cursor '\(next.text)' again"
             } else if loadQueue.landedCursors.contains(next.hashValue) {
                 repeated = "source returned the cursor '\(next.text)' of an earlier page again (a cycle)"

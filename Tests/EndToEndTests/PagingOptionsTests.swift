@@ -23,6 +23,23 @@ final class PagingOptionsTests: EndToEndTestCase {
         try server.finish()
     }
 
+    func testAnEmptyPageThatSaysThereIsMoreStopsLastIdAndOffsetWithAReasonThatSaysSo() throws {
+        // These strategies move on by the items: an empty page leaves the
+        // cursor where it was, and asking for it again would be a loop.
+        let files = [
+            "pages/first.json": #"{"items": [{"id": 1}, {"id": 2}], "more": true}"#,
+            "pages/2.json": #"{"items": [], "more": true}"#,
+        ]
+        for strategy in ["lastId", "offset"] {
+            let server = try startServer(config: fileConfig(paging: #"{"strategy": "\#(strategy)", "hasNext": "/more"}"#), files: files)
+            try server.request("1", "loadNext", #"{"collection": "c"}"#)
+            try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"c","items":[{"id":1},{"id":2}],"page":1,"hasNext":true,"lastId":2,"count":2}"#), strategy)
+            try server.request("2", "loadNext", #"{"collection": "c"}"#)
+            try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"c","items":[],"page":2,"hasNext":false,"lastId":null,"count":2,"lastError":"the page is empty and leads back to the cursor '2' it was fetched with, although the source says there is more"}"#), strategy)
+            try server.finish()
+        }
+    }
+
     func testRepeatedCursorWithOnRepeatedCursorErrorFails() throws {
         let server = try startServer(
             config: fileConfig(paging: #"{"strategy": "cursor"}"#, extra: #""onRepeatedCursor": "error""#),
