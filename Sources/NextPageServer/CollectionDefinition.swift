@@ -29,6 +29,9 @@ public struct CollectionDefinition: Sendable {
     public var source: Source
     public var paging: Paging
     public var options: CollectionOptions
+    /// Why the source cannot be used, when it cannot (a config file's
+    /// `${env:NAME}` that is not set): its fetches fail with this reason.
+    public var unavailable: String?
 
     public init(source: Source, paging: Paging, options: CollectionOptions = CollectionOptions()) {
         self.source = source
@@ -42,6 +45,7 @@ public struct CollectionDefinition: Sendable {
     /// receives the retries and failures of `http` and `command` sources
     /// (default: no logs).
     public func makeClient(name: String = "", upstream: UpstreamMode = .live, logger: Logger? = nil) -> any Client {
+        if let unavailable { return UnavailableClient(reason: unavailable) }
         switch source {
         case .file(let directory, let maxBodyBytes): return FileClient(directory: directory, maxBodyBytes: maxBodyBytes)
         case .bundled(let pages): return BundledClient(pages: pages)

@@ -18,6 +18,10 @@ public struct DefinitionValidator: Sendable {
     /// file always may run commands; `define` only when the server runs with
     /// `--allow-commands`, so its validator has this set to `false` otherwise.
     public var allowsCommands: Bool
+    /// Set while a config file is validated: an unset `${env:NAME}` is
+    /// written down here (and expands to nothing) instead of rejecting the
+    /// file, and its collection is served as unavailable.
+    var unsetVariables: UnsetVariables?
 
     public init(baseDirectory: String? = nil, environment: [String: String]? = nil, allowsCommands: Bool = true) {
         self.baseDirectory = baseDirectory
@@ -74,7 +78,17 @@ public struct DefinitionValidator: Sendable {
         for (name, value) in collections.members {
             let prefix = "collections.\(name)"
             guard !name.isEmpty else { throw DefinitionError(field: prefix, expected: "a non-empty collection name") }
-            result.append((name, try validate(value, at: prefix)))
+            // A variable the environment lacks here may be set where the file
+            // is used, and it should not keep the other collections from being
+            // served: the collection is kept, and its fetches say what is missing.
+            var validator = self
+            let unset = UnsetVariables()
+            validator.unsetVariables = unset
+            var definition = try validator.validate(value, at: prefix)
+            if let first = unset.found.first {
+                definition.unavailable = "environment variable \(first.name) is not set (for ${env:\(first.name)} in \(first.field))"
+            }
+            result.append((name, definition))
         }
         return result
     }
@@ -278,12 +292,18 @@ extension DefinitionValidator {
         }
     }
 
-    /// Expands `${env:NAME}`; an unset variable is an error naming the field and the variable.
+    /// Expands `${env:NAME}`; an unset variable is an error naming the field
+    /// and the variable (in a config file: noted in `unsetVariables`, and
+    /// expanded to nothing).
     func expand(_ text: String, field: String) throws(DefinitionError) -> String {
         do {
             return try HTTPSource.expandEnvironment(text) { name in
-                if let environment { return environment[name] }
-                return getenv(name).map { String(cString: $0) }
+                let value = environment.map { $0[name] } ?? getenv(name).map { String(cString: $0) }
+                if value == nil, let unsetVariables {
+                    unsetVariables.note(name, in: field)
+                    return ""
+                }
+                return value
             }
         } catch {
             throw DefinitionError(field: field, expected: "environment variable \(error.name) to be set (for ${env:\(error.name)})")
@@ -346,5 +366,16 @@ struct FieldReader {
             throw DefinitionError(field: name(key), expected: "a JSON Pointer (\"\" or starting with \"/\")")
         }
         return text
+    }
+}
+
+/// The `${env:NAME}` of one definition that the environment does not set,
+/// in the order they were met.
+final class UnsetVariables: @unchecked Sendable {
+    // Written only by the one validation that owns it, synchronously.
+    private(set) var found: [(name: String, field: String)] = []
+
+    func note(_ name: String, in field: String) {
+        found.append((name, field))
     }
 }

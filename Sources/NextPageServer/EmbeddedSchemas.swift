@@ -897,7 +897,7 @@ public enum EmbeddedSchemas {
       },
       "HttpSource": {
         "title": "HttpSource",
-        "description": "Pages fetched over HTTP(S), GET or POST with a JSON body, through a real HTTP client: timeouts, retries with exponential backoff and jitter on connection errors, 5xx and 429 (honouring Retry-After), redirects, gzip. `${env:NAME}` in `url`, `query` values and `headers` values is replaced by the environment variable NAME (unset: the definition is rejected, naming the field and the variable). Secret headers (Authorization, X-Api-Key, names with token, secret, key or auth) and secret query items are redacted in logs, recordings and transcripts. With --replay-upstream DIR the answers come from DIR/<collection>.jsonl instead of the network.",
+        "description": "Pages fetched over HTTP(S), GET or POST with a JSON body, through a real HTTP client: timeouts, retries with exponential backoff and jitter on connection errors, 5xx and 429 (honouring Retry-After), redirects, gzip. `${env:NAME}` in `url`, `query` values and `headers` values is replaced by the environment variable NAME (unset: `define` rejects the definition, naming the field and the variable; in a config file the collection is kept and each of its fetches fails with -32002 saying which variable is missing, so that the rest is served). Secret headers (Authorization, X-Api-Key, names with token, secret, key or auth) and secret query items are redacted in logs, recordings and transcripts. With --replay-upstream DIR the answers come from DIR/<collection>.jsonl instead of the network.",
         "type": "object",
         "required": ["type", "url"],
         "additionalProperties": false,
@@ -950,7 +950,7 @@ public enum EmbeddedSchemas {
         "properties": {
           "type": {"const": "command"},
           "argv": {
-            "description": "The program, then its arguments. The program (not empty, without `{cursor}`) is looked up on PATH when it has no `/`; a relative path with a `/` is resolved against the folder of the config file. `{cursor}` may appear anywhere inside an argument. `${env:NAME}` is replaced by the server's environment variable NAME (unset: a config error).",
+            "description": "The program, then its arguments. The program (not empty, without `{cursor}`) is looked up on PATH when it has no `/`; a relative path with a `/` is resolved against the folder of the config file. `{cursor}` may appear anywhere inside an argument. `${env:NAME}` is replaced by the server's environment variable NAME (unset: as for http sources, `define` rejects it and a config file keeps the collection, whose fetches fail saying so).",
             "type": "array",
             "minItems": 1,
             "items": {"type": "string"}
@@ -1302,7 +1302,7 @@ public enum EmbeddedSchemas {
     },
     "HttpSource": {
       "title": "HttpSource",
-      "description": "Pages fetched over HTTP(S), GET or POST with a JSON body, through a real HTTP client: timeouts, retries with exponential backoff and jitter on connection errors, 5xx and 429 (honouring Retry-After), redirects, gzip. `${env:NAME}` in `url`, `query` values and `headers` values is replaced by the environment variable NAME (unset: the definition is rejected, naming the field and the variable). Secret headers (Authorization, X-Api-Key, names with token, secret, key or auth) and secret query items are redacted in logs, recordings and transcripts. With --replay-upstream DIR the answers come from DIR/<collection>.jsonl instead of the network.",
+      "description": "Pages fetched over HTTP(S), GET or POST with a JSON body, through a real HTTP client: timeouts, retries with exponential backoff and jitter on connection errors, 5xx and 429 (honouring Retry-After), redirects, gzip. `${env:NAME}` in `url`, `query` values and `headers` values is replaced by the environment variable NAME (unset: `define` rejects the definition, naming the field and the variable; in a config file the collection is kept and each of its fetches fails with -32002 saying which variable is missing, so that the rest is served). Secret headers (Authorization, X-Api-Key, names with token, secret, key or auth) and secret query items are redacted in logs, recordings and transcripts. With --replay-upstream DIR the answers come from DIR/<collection>.jsonl instead of the network.",
       "type": "object",
       "required": ["type", "url"],
       "additionalProperties": false,
@@ -1355,7 +1355,7 @@ public enum EmbeddedSchemas {
       "properties": {
         "type": {"const": "command"},
         "argv": {
-          "description": "The program, then its arguments. The program (not empty, without `{cursor}`) is looked up on PATH when it has no `/`; a relative path with a `/` is resolved against the folder of the config file. `{cursor}` may appear anywhere inside an argument. `${env:NAME}` is replaced by the server's environment variable NAME (unset: a config error).",
+          "description": "The program, then its arguments. The program (not empty, without `{cursor}`) is looked up on PATH when it has no `/`; a relative path with a `/` is resolved against the folder of the config file. `{cursor}` may appear anywhere inside an argument. `${env:NAME}` is replaced by the server's environment variable NAME (unset: as for http sources, `define` rejects it and a config file keeps the collection, whose fetches fail saying so).",
           "type": "array",
           "minItems": 1,
           "items": {"type": "string"}

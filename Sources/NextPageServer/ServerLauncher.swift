@@ -88,6 +88,11 @@ public enum ServerLauncher {
                 path: path, arguments: settings.transcriptArguments, collections: loaded.collections, validator: loaded.validator)
         }
         logger.info("serving", metadata: ["config": "\(loaded.source)", "collections": "\(loaded.collections.map(\.name).joined(separator: ","))"])
+        for (name, definition) in loaded.collections {
+            if let reason = definition.unavailable {
+                logger.warning("collection cannot fetch", metadata: ["collection": "\(name)", "reason": "\(reason)"])
+            }
+        }
         signal(SIGPIPE, SIG_IGN)
         // A file size limit (RLIMIT_FSIZE) makes a state file write fail
         // with EFBIG, which is reported, instead of killing the server.

@@ -200,6 +200,11 @@ struct CheckConfig: ParsableCommand {
             let collections = try ServerLauncher.loadConfig(
                 file, validator: DefinitionValidator(baseDirectory: ServerLauncher.directoryName(of: file)))
             print("\(file): ok, \(collections.count) collection(s): \(collections.map(\.name).joined(separator: ", "))")
+            for (name, definition) in collections {
+                if let reason = definition.unavailable {
+                    printError("nextpage: note: collection '\(name)' cannot fetch here: \(reason)")
+                }
+            }
         } catch {
             printError("nextpage: config \(error)")
             throw ExitCode(2)

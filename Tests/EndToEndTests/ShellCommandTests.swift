@@ -136,6 +136,33 @@ final class ShellCommandTests: EndToEndTestCase {
         XCTAssertEqual(try ids(ofLines: again.lines), Array(1...25), "reset forgot the saved cursor")
     }
 
+    func testAConfigWithAnUnsetVariableChecksAndServesTheRest() throws {
+        // SPEC's own example config names ${env:API_TOKEN}; where it is not
+        // set, the file is still valid and the other collections are served.
+        let directory = try temporaryDirectory()
+        try writeFile(directory + "/nextpage.json", #"""
+            {"collections": {
+              "friends": {"source": {"type": "http", "url": "https://api.example.com/friends", "headers": {"Authorization": "Bearer ${env:NEXTPAGE_TEST_UNSET_TOKEN}"}},
+                          "paging": {"strategy": "lastId", "param": "since_id", "items": "/items", "id": "/id"}},
+              "c": {"source": {"type": "file", "dir": "pages"}, "paging": {"strategy": "cursor"}}}}
+            """#)
+        try writeFile(directory + "/pages/first.json", #"{"items": [1], "next_cursor": null}"#)
+        let check = try runNextpage(["check-config", "nextpage.json"], in: directory)
+        XCTAssertEqual(check.status, 0, check.stderr)
+        XCTAssertEqual(check.stdout, "nextpage.json: ok, 2 collection(s): friends, c\n")
+        XCTAssert(check.stderr.contains("collection 'friends' cannot fetch here: environment variable NEXTPAGE_TEST_UNSET_TOKEN is not set"), check.stderr)
+
+        let reason = "environment variable NEXTPAGE_TEST_UNSET_TOKEN is not set (for ${env:NEXTPAGE_TEST_UNSET_TOKEN} in collections.friends.source.headers.Authorization)"
+        let server = try startServer(in: directory)
+        try server.request("1", "loadNext", #"{"collection": "friends"}"#)
+        try expectMatch(server.reply("1"), rpcError(1, #"{"code":-32002,"message":"Upstream failed: \#(reason)","data":{"collection":"friends","attempts":0,"retryable":false,"message":"\#(reason)"}}"#))
+        try server.request("2", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"c","items":[1],"page":1,"hasNext":false,"lastId":null,"count":1}"#))
+        try server.request("3", "status", #"{"collection": "friends"}"#)
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"friends","hasNext":true,"isLoading":false,"lastId":null,"count":0,"pages":0,"lastError":"\#(reason)"}"#))
+        try server.finish()
+    }
+
     func testAllPrintsItemsAsTheSourceSentThem() throws {
         // Numbers, escapes and key order as written, only whitespace removed,
         // as a loadNext reply has them.

@@ -115,6 +115,32 @@ final class HTTPDefinitionTests: XCTestCase {
         XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "query": {"k": "${env:NOPE}"}}"#)?.field, "source.query.k")
     }
 
+    func testAConfigFileKeepsACollectionWhoseVariableIsUnsetAndItsFetchesSayWhy() async throws {
+        let config = try JSON.parse(#"""
+            {"collections": {
+              "api": {"source": {"type": "http", "url": "https://a/x", "headers": {"Authorization": "Bearer ${env:NOPE_TOKEN}"}}, "paging": {"strategy": "link"}},
+              "run": {"source": {"type": "command", "argv": ["cat", "${env:NOPE_FILE}"]}, "paging": {"strategy": "cursor"}},
+              "ok": {"source": {"type": "http", "url": "https://a/y"}, "paging": {"strategy": "link"}}}}
+            """#)
+        let collections = Dictionary(uniqueKeysWithValues: try DefinitionValidator(environment: [:]).validateConfig(config).map { ($0.name, $0.definition) })
+        XCTAssertEqual(collections["api"]?.unavailable, "environment variable NOPE_TOKEN is not set (for ${env:NOPE_TOKEN} in collections.api.source.headers.Authorization)")
+        XCTAssertEqual(collections["run"]?.unavailable, "environment variable NOPE_FILE is not set (for ${env:NOPE_FILE} in collections.run.source.argv.1)")
+        XCTAssertNil(collections["ok"]?.unavailable)
+        XCTAssertTrue(collections["ok"]?.makeClient(name: "ok") is HTTPPageClient)
+        let api = try XCTUnwrap(collections["api"]).makeCollection(name: "api")
+        do {
+            _ = try await api.loadNext()
+            XCTFail("expected a failure")
+        } catch LoadError.upstream(let failure) {
+            XCTAssertEqual(failure, UpstreamFailure(attempts: 0, retryable: false, message: try XCTUnwrap(collections["api"]?.unavailable)))
+        }
+        // `define` (one definition) still rejects it at once.
+        let one = try JSON.parse(#"{"source": {"type": "http", "url": "https://a/x", "headers": {"Authorization": "Bearer ${env:NOPE_TOKEN}"}}, "paging": {"strategy": "link"}}"#)
+        XCTAssertThrowsError(try DefinitionValidator(environment: [:]).validate(one)) { error in
+            XCTAssertEqual((error as? DefinitionError)?.field, "source.headers.Authorization")
+        }
+    }
+
     func testEnvironmentDefaultsToTheProcessEnvironment() throws {
         let home = try XCTUnwrap(getenv("PATH").map { String(cString: $0) })
         let json = try JSON.parse(#"{"source": {"type": "http", "url": "https://a", "headers": {"X-Path": "${env:PATH}"}}, "paging": {"strategy": "cursor"}}"#)
