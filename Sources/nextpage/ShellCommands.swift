@@ -114,7 +114,9 @@ struct All: AsyncParsableCommand {
     @Argument(help: "The collection.")
     var collection: String
 
-    @Option(help: "Stop after the page that brings the items printed to N.")
+    @Option(help: ArgumentHelp(
+        "Print N items. With --state, print up to the end of the page that reaches N, so that the next run starts at the next page and no item is skipped.",
+        valueName: "N"))
     var maxItems: Int?
 
     @Option(help: "Stop after N pages.")
@@ -135,9 +137,16 @@ struct All: AsyncParsableCommand {
             "maxItems": maxItems.map(RawJSON.integer),
             "maxPages": maxPages.map(RawJSON.integer),
         ])
+        // Without a state file nothing of the last page is kept for later:
+        // it can stop at the Nth item itself.
+        let budget = ItemBudget(options.state == nil ? maxItems : nil)
         do {
             _ = try await committing(session) { try await call(session, "loadAll", params) { method, page in
-                guard method == "page", let page, let (out, count) = Self.itemLines(page) else { return }
+                guard method == "page", let page, var (out, count) = Self.itemLines(page) else { return }
+                if let left = budget.left {
+                    if count > left { (out, count) = Self.firstLines(out, left) }
+                    budget.left = left - count
+                }
                 writeOut(out)
                 do {
                     try session.commit()
@@ -154,6 +163,16 @@ struct All: AsyncParsableCommand {
         }
         progress?.finish()
         try commit(session)
+    }
+
+    /// The first `count` lines of `lines`, and how many they are.
+    static func firstLines(_ lines: [UInt8], _ count: Int) -> ([UInt8], Int) {
+        var seen = 0
+        for (index, byte) in lines.enumerated() where byte == UInt8(ascii: "\n") {
+            seen += 1
+            if seen == count { return (Array(lines[...index]), count) }
+        }
+        return (lines, seen)
     }
 
     /// The items of a `page` notification, one per line, each as the source
@@ -262,6 +281,16 @@ func writeOut(_ bytes: [UInt8]) {
             exit(ShellExit.failure)
         }
         offset += n
+    }
+}
+
+/// The items `nextpage all` may still print (`nil`: no limit of its own).
+/// Touched once per page, in order, from the one task that prints.
+private final class ItemBudget: @unchecked Sendable {
+    var left: Int?
+
+    init(_ left: Int?) {
+        self.left = left
     }
 }
 

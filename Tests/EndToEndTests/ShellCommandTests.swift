@@ -117,12 +117,16 @@ final class ShellCommandTests: EndToEndTestCase {
         XCTAssertEqual(try ids(ofLines: whole.lines), Array(1...250))
         XCTAssertEqual(whole.lines[0], #"{"id":1,"name":"blue heron 1","page":1,"tags":["blue","odd"]}"#)
         XCTAssertEqual(whole.stderr, "", "no progress line when stderr is not a terminal")
+        // Without a state file, --max-items N prints N items, even within a page.
+        let thirty = try runNextpage(["all", "demo", "--max-items", "30"], in: directory)
+        XCTAssertEqual(thirty.status, 0, thirty.stderr)
+        XCTAssertEqual(try ids(ofLines: thirty.lines), Array(1...30))
 
         let two = try runNextpage(["all", "demo", "--max-pages", "2", "--state", "s.json"], in: directory)
         XCTAssertEqual(two.status, 0, two.stderr)
         XCTAssertEqual(try ids(ofLines: two.lines), Array(1...50))
         let some = try runNextpage(["all", "demo", "--max-items", "30", "--state", "s.json"], in: directory)
-        XCTAssertEqual(try ids(ofLines: some.lines), Array(51...100), "the page that reaches --max-items is printed whole")
+        XCTAssertEqual(try ids(ofLines: some.lines), Array(51...100), "with --state, the page that reaches --max-items is printed whole")
         let rest = try runNextpage(["all", "demo", "--state", "s.json"], in: directory)
         XCTAssertEqual(try ids(ofLines: rest.lines), Array(101...250))
         let none = try runNextpage(["all", "demo", "--state", "s.json"], in: directory)
