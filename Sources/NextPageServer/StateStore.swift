@@ -100,7 +100,10 @@ public final class StateStore: @unchecked Sendable {
         } catch {
             throw StateFileError(path: path, reason: "cannot read: \(error.description)")
         }
-        let loaded = try bytes.map { bytes throws(StateFileError) in try Self.decode(bytes, path: path) } ?? [:]
+        // An empty file (`STATE=$(mktemp)`) holds no state yet, as a missing one.
+        let loaded = try bytes.map { bytes throws(StateFileError) in
+            bytes.allSatisfy(Self.isWhitespace) ? [:] : try Self.decode(bytes, path: path)
+        } ?? [:]
         states = loaded
         guard access(folder, W_OK | X_OK) == 0 else {
             throw StateFileError(path: path, reason: "cannot write in its folder '\(folder)': \(String(cString: strerror(errno)))")
@@ -220,6 +223,10 @@ public final class StateStore: @unchecked Sendable {
         }
         let document = RawJSON.object(["version": .integer(version), "collections": .object(entries)])
         return document.bytes + [UInt8(ascii: "\n")]
+    }
+
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") || byte == UInt8(ascii: "\t")
     }
 
     /// Reads a state file's bytes; errors name the field at fault.

@@ -81,6 +81,11 @@ final class StateStoreTests: XCTestCase {
         let store = try StateStore(path: dir + "/new.json", commit: .immediately)
         XCTAssertEqual(store.saved, [:])
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/new.json"), "opening writes nothing")
+        // An empty file (as `mktemp` makes one) holds no state yet either; a blank one too.
+        for (name, text) in [("empty.json", ""), ("blank.json", " \n")] {
+            XCTAssertTrue(FileManager.default.createFile(atPath: dir + "/" + name, contents: Data(text.utf8)))
+            XCTAssertEqual(try StateStore(path: dir + "/" + name, commit: .immediately).saved, [:], name)
+        }
         try FileManager.default.createDirectory(atPath: dir + "/folder.json", withIntermediateDirectories: true)
         XCTAssertThrowsError(try StateStore(path: dir + "/folder.json", commit: .immediately)) { error in
             XCTAssertEqual("\(error)", "state file \(dir)/folder.json: cannot read: Is a directory")
