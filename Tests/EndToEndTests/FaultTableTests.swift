@@ -14,7 +14,7 @@ import Glibc
 ///
 /// | fault | test | behaviour |
 /// | --- | --- | --- |
-/// | upstream connection refused | `testConnectionRefused` | -32002 "Connection refused", `retryable`, every attempt made at once (not after the timeout) |
+/// | upstream connection refused | `testConnectionRefused` | -32002 "connection failed: connection refused", `retryable`, every attempt made at once (not after the timeout) |
 /// | a host that never answers (backlog full) | `testAHostThatNeverAnswersDoesNotHoldTheExit` | -32002 after the timeout; end of input exits at once, not after the client's connect timeout |
 /// | connection reset mid-body | `testConnectionResetMidBody` | -32002, `retryable`, retried |
 /// | body cut short (FIN before `Content-Length`) | `testBodyCutShort` | -32002, `retryable`, retried |
@@ -133,7 +133,7 @@ final class FaultTableTests: EndToEndTestCase {
         upstream.stop()
         try expectMatch(
             call(server, "loadNext", #"{"collection": "h"}"#, timeout: 30),
-            rpcError(nextId, #"{"code":-32002,"message":"<string>","data":{"collection":"h","attempts":2,"retryable":true,"message":"<contains:Connection refused>"}}"#))
+            rpcError(nextId, #"{"code":-32002,"message":"<string>","data":{"collection":"h","attempts":2,"retryable":true,"message":"<contains:connection failed: connection refused (after 2 attempts)>"}}"#))
         // The same port answers again.
         let again = try FaultyHTTPServer(port: port, script: Self.healthy)
         addTeardownBlock { again.stop() }
