@@ -15,17 +15,56 @@ public struct RPCContext: Sendable {
     /// notification after notification (`loadAll`) waits here before
     /// producing more.
     public let waitForOutputRoom: @Sendable () async -> Void
+    /// What to do at once when a `$/cancelRequest` names this request: the
+    /// handler adds it in `admit` (see `CancelActions`).
+    public let cancellation: CancelActions
 
     /// A context for a request made in process (the shell commands), whose
     /// notifications go to `notify`; `waitForOutputRoom` defaults to
     /// returning at once.
     public init(
         id: RequestID?, notify: @escaping @Sendable (_ method: String, _ params: RawJSON?) -> Void,
-        waitForOutputRoom: @escaping @Sendable () async -> Void = {}
+        waitForOutputRoom: @escaping @Sendable () async -> Void = {}, cancellation: CancelActions = CancelActions()
     ) {
         self.id = id
         self.notify = notify
         self.waitForOutputRoom = waitForOutputRoom
+        self.cancellation = cancellation
+    }
+}
+
+/// Actions a handler registers while it admits a request, run by the
+/// connection the moment a `$/cancelRequest` naming that request is read,
+/// before the request's task sees its cancellation (which may not have
+/// started yet, or be about to receive a result). A collection uses this to
+/// give up its place in line at once, so that no page lands for a call
+/// that was cancelled first.
+public final class CancelActions: @unchecked Sendable {
+    private let condition = Condition()
+    // Guarded by `condition`.
+    private var actions: [@Sendable () -> Void] = []
+    private var fired = false
+
+    public init() {}
+
+    /// Adds an action; it runs at once when the request was cancelled already.
+    public func add(_ action: @escaping @Sendable () -> Void) {
+        let now = condition.locked { () -> Bool in
+            if fired { return true }
+            actions.append(action)
+            return false
+        }
+        if now { action() }
+    }
+
+    /// Runs the actions (once).
+    func fire() {
+        let due = condition.locked { () -> [@Sendable () -> Void] in
+            fired = true
+            defer { actions = [] }
+            return actions
+        }
+        for action in due { action() }
     }
 }
 
@@ -114,7 +153,7 @@ public final class Connection: @unchecked Sendable {
     private var nextToken = 0
     private var shutdownRequested = false
     /// Requests admitted and not started yet (see `startAdmitted`).
-    private var admitted: [() -> Void] = []
+    private var admitted: [Admitted] = []
 
     /// Admitted requests beyond which they are started without waiting for
     /// the rest of their read.
@@ -294,16 +333,19 @@ public final class Connection: @unchecked Sendable {
                     if let id = request.id { emit(OutgoingMessage.result(id: id, .null)) }
                     return ending
                 }
-                guard let work = await admit(request) else { return nil }
+                let actions = CancelActions()
+                guard let work = await admit(request, cancellation: actions) else { return nil }
                 let tracker = self.tracker
-                startLater {
-                    self.spawn(id: request.id) { [self] token in
+                startLater(ids: [request.id], actions: [actions]) { cancelled in
+                    self.spawn(id: request.id, cancelled: cancelled[0], actions: actions) { [self] token in
                         if let reply = await Self.perform(work, id: request.id, tracker: tracker, token: token) { emit(reply) }
                     }
                 }
             }
         case .batch(let entries):
             var works: [(RequestID?, RPCWork?)] = []
+            var actions: [CancelActions] = []
+            var cancelled: [Bool] = []
             var ending: Ending?
             for entry in entries {
                 switch entry {
@@ -311,28 +353,45 @@ public final class Connection: @unchecked Sendable {
                     // Tracked without an id: `$/cancelRequest` has nothing to end here.
                     let error = OutgoingMessage.error(id: id, .invalidRequest(reason))
                     works.append((.null, { @Sendable in throw BatchReply(message: error) }))
+                    actions.append(CancelActions())
+                    cancelled.append(false)
                 case .request(let request):
+                    // A cancel reaches the members before it in its own batch too.
+                    if let target = Self.cancelTarget(request) {
+                        for index in works.indices where works[index].0 == target {
+                            cancelled[index] = true
+                            actions[index].fire()
+                        }
+                    }
                     if let end = control(request) {
                         ending = end
-                        if !request.isNotification { works.append((request.id, { @Sendable in .null })) }
+                        if !request.isNotification {
+                            works.append((request.id, { @Sendable in .null }))
+                            actions.append(CancelActions())
+                            cancelled.append(false)
+                        }
                         continue
                     }
-                    works.append((request.id, await admit(request)))
+                    let memberActions = CancelActions()
+                    works.append((request.id, await admit(request, cancellation: memberActions)))
+                    actions.append(memberActions)
+                    cancelled.append(false)
                 }
             }
             // Each member runs as a request of its own, under its own id, so
             // that `$/cancelRequest` reaches it as it reaches a single
-            // request. They are registered when they start, before the next
-            // cancel is handled (a cancel right behind the batch finds them);
-            // the batch's reply waits for all of them.
-            startLater { self.startBatch(works) }
+            // request; the batch's reply waits for all of them.
+            startLater(ids: works.map(\.0), actions: actions, cancelled: cancelled) { cancelled in
+                self.startBatch(works, actions: actions, cancelled: cancelled)
+            }
             return ending
         }
         return nil
     }
 
-    /// Starts the members of a batch, then what replies when all have ended.
-    private func startBatch(_ works: [(RequestID?, RPCWork?)]) {
+    /// Starts the members of a batch (those in `cancelled` already
+    /// cancelled), then what replies when all have ended.
+    private func startBatch(_ works: [(RequestID?, RPCWork?)], actions: [CancelActions], cancelled: [Bool]) {
         let tracker = self.tracker
         let firstMember = nextToken
         nextToken += works.count
@@ -340,13 +399,20 @@ public final class Connection: @unchecked Sendable {
             works.enumerated().compactMap { index, member in
                 guard let work = member.1 else { return nil }
                 let token = firstMember + index
+                let cancelledFirst = cancelled[index]
+                if cancelledFirst { tracker.cancelledBeforeStart(token) }
                 // It cannot finish before it is registered: `memberFinished` waits for the lock.
                 let task = Task {
+                    if cancelledFirst { withUnsafeCurrentTask { $0?.cancel() } }
                     let reply = await Self.perform(work, id: member.0, tracker: tracker, token: token)
                     tracker.memberFinished(token)
                     return reply
                 }
-                tracker.memberStarted(token, id: member.0, cancel: { task.cancel() }, wait: { _ = await task.value })
+                let memberActions = actions[index]
+                tracker.memberStarted(token, id: member.0, cancel: {
+                    memberActions.fire()
+                    task.cancel()
+                }, wait: { _ = await task.value })
                 return task
             }
         }
@@ -357,10 +423,23 @@ public final class Connection: @unchecked Sendable {
         }
     }
 
+    /// A request (or a batch of them) admitted and not started yet.
+    private struct Admitted {
+        /// The ids of its requests, in order, and what each does at once when cancelled.
+        let ids: [RequestID?]
+        let actions: [CancelActions]
+        /// Which of them a `$/cancelRequest` reached before they started:
+        /// those start cancelled, and end with -32800 whatever their speed.
+        var cancelled: [Bool]
+        let start: (_ cancelled: [Bool]) -> Void
+    }
+
     /// Starts an admitted request once the rest of its read is admitted (or
     /// `maxAdmittedTogether` wait).
-    private func startLater(_ start: @escaping () -> Void) {
-        admitted.append(start)
+    private func startLater(
+        ids: [RequestID?], actions: [CancelActions], cancelled: [Bool]? = nil, _ start: @escaping (_ cancelled: [Bool]) -> Void
+    ) {
+        admitted.append(Admitted(ids: ids, actions: actions, cancelled: cancelled ?? ids.map { _ in false }, start: start))
         if admitted.count >= Self.maxAdmittedTogether { startAdmitted() }
     }
 
@@ -369,16 +448,27 @@ public final class Connection: @unchecked Sendable {
         guard !admitted.isEmpty else { return }
         let starts = admitted
         admitted.removeAll(keepingCapacity: true)
-        for start in starts { start() }
+        for pending in starts { pending.start(pending.cancelled) }
+    }
+
+    /// The id a `$/cancelRequest` names, if it is one.
+    private static func cancelTarget(_ request: RPCRequest) -> RequestID? {
+        guard request.method == "$/cancelRequest", let idValue = request.params?["id"] else { return nil }
+        return RequestID(idValue)
     }
 
     /// Lifecycle and cancellation, handled by the connection itself.
     private func control(_ request: RPCRequest) -> Ending? {
         switch request.method {
         case "$/cancelRequest":
-            // The request to cancel may be one admitted in the same read.
-            startAdmitted()
-            if let idValue = request.params?["id"], let id = RequestID(idValue) {
+            if let id = Self.cancelTarget(request) {
+                // Admitted in the same read and not started yet: they start cancelled.
+                for index in admitted.indices {
+                    for member in admitted[index].ids.indices where admitted[index].ids[member] == id {
+                        admitted[index].cancelled[member] = true
+                        admitted[index].actions[member].fire()
+                    }
+                }
                 tracker.cancel(id: id)
             }
         case "exit":
@@ -393,7 +483,7 @@ public final class Connection: @unchecked Sendable {
     ///
     /// `$/cancelRequest` and `initialized` are notifications; sent as
     /// requests (with an id), they are answered with `null`.
-    private func admit(_ request: RPCRequest) async -> RPCWork? {
+    private func admit(_ request: RPCRequest, cancellation: CancelActions) async -> RPCWork? {
         switch request.method {
         case "$/cancelRequest":
             return request.isNotification ? nil : { @Sendable in .null }
@@ -415,7 +505,7 @@ public final class Connection: @unchecked Sendable {
         let context = RPCContext(
             id: request.id,
             notify: { [self] method, params in emit(OutgoingMessage.notification(method: method, params: params)) },
-            waitForOutputRoom: { [self] in await waitForOutputRoom() })
+            waitForOutputRoom: { [self] in await waitForOutputRoom() }, cancellation: cancellation)
         return await handler.admit(request, context: context)
     }
 
@@ -446,19 +536,25 @@ public final class Connection: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` (given its token) as a request in flight.
-    private func spawn(id: RequestID?, _ body: @escaping @Sendable (Int) async -> Void) {
+    /// Runs `body` (given its token) as a request in flight; `cancelled`:
+    /// one that a `$/cancelRequest` reached before it started.
+    private func spawn(
+        id: RequestID?, cancelled: Bool = false, actions: CancelActions = CancelActions(), _ body: @escaping @Sendable (Int) async -> Void
+    ) {
         let token = nextToken
         nextToken += 1
         let sink = eventSink
         let tracker = self.tracker
         // Registered before it can finish: the task's first step waits for the tracker's lock.
         tracker.locked {
+            if cancelled { tracker.cancelledBeforeStart(token) }
             let task = Task {
+                // Cancelled before it does anything: it ends with -32800 and leaves no trace.
+                if cancelled { withUnsafeCurrentTask { $0?.cancel() } }
                 await body(token)
                 if tracker.finished(token) { sink.yield(.finished(token)) }
             }
-            tracker.started(token, id: id, task: task)
+            tracker.started(token, id: id, task: task, actions: actions)
         }
     }
 
@@ -538,9 +634,12 @@ private final class RequestTracker: @unchecked Sendable {
     }
 
     /// A request started; call inside `locked`.
-    func started(_ token: Int, id: RequestID?, task: Task<Void, Never>) {
+    func started(_ token: Int, id: RequestID?, task: Task<Void, Never>, actions: CancelActions) {
         count += 1
-        requests[token] = InFlight(id: id, cancel: { task.cancel() }, wait: { await task.value })
+        requests[token] = InFlight(id: id, cancel: {
+            actions.fire()
+            task.cancel()
+        }, wait: { await task.value })
     }
 
     /// A member of a batch started; call inside `locked`. The batch itself
@@ -581,6 +680,11 @@ private final class RequestTracker: @unchecked Sendable {
             guard count >= limit else { return }
             while count > limit / 2 { condition.wait() }
         }
+    }
+
+    /// Request `token` starts cancelled by the client; call inside `locked`.
+    func cancelledBeforeStart(_ token: Int) {
+        cancelledByClient.insert(token)
     }
 
     func cancel(id: RequestID) {

@@ -296,6 +296,13 @@ public struct LoadTicket: Sendable {
     fileprivate let call: Int?
     fileprivate let handoff: CallHandoff?
     fileprivate let skipped: PageResult?
+
+    /// Gives up the call from any thread, at once, before its caller knows:
+    /// its page is not fetched for it, or does not land. Redeeming the
+    /// ticket then ends with `LoadError.cancelled`.
+    public func giveUp() {
+        handoff?.giveUp()
+    }
 }
 
 /// A collection that loads one page at a time (the seeds' `NextPageLoadable`).

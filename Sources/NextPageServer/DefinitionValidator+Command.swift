@@ -26,7 +26,7 @@ extension DefinitionValidator {
         for (index, element) in list.elements.enumerated() {
             let field = "\(reader.name("argv")).\(index)"
             guard let text = element.string else { throw DefinitionError(field: field, expected: "a string") }
-            let expanded = try expand(text, field: field)
+            let expanded = try expand(text, field: field, whenUnset: index == 0 ? "unset-program" : nil)
             guard !expanded.utf8.contains(0) else { throw DefinitionError(field: field, expected: "a string without NUL characters") }
             argv.append(expanded)
         }

@@ -205,7 +205,9 @@ extension DefinitionValidator {
             throw DefinitionError(
                 field: reader.name(key), expected: "no such field for an http source (known: \(Self.httpSourceKeys.sorted().joined(separator: ", ")))")
         }
-        let url = try expand(try reader.string("url", required: true, expected: "an http or https URL")!, field: reader.name("url"))
+        let url = try expand(
+            try reader.string("url", required: true, expected: "an http or https URL")!, field: reader.name("url"),
+            whenUnset: "http://unset.invalid/")
         guard HTTPURL.isHTTP(url) else { throw DefinitionError(field: reader.name("url"), expected: "an http or https URL") }
 
         let methods = HTTPSource.Method.allCases.map(\.rawValue).joined(separator: ", ")
@@ -293,11 +295,14 @@ extension DefinitionValidator {
     }
 
     /// Expands `${env:NAME}`; an unset variable is an error naming the field
-    /// and the variable (in a config file: noted in `unsetVariables`, and
-    /// expanded to nothing).
-    func expand(_ text: String, field: String) throws(DefinitionError) -> String {
+    /// and the variable. In a config file it is noted in `unsetVariables`
+    /// instead and expands to nothing, or the whole field becomes
+    /// `whenUnset`, when given: a value the field's other checks accept
+    /// (the collection cannot fetch anyway).
+    func expand(_ text: String, field: String, whenUnset placeholder: String? = nil) throws(DefinitionError) -> String {
+        let unsetBefore = unsetVariables?.found.count ?? 0
         do {
-            return try HTTPSource.expandEnvironment(text) { name in
+            let expanded = try HTTPSource.expandEnvironment(text) { name in
                 let value = environment.map { $0[name] } ?? getenv(name).map { String(cString: $0) }
                 if value == nil, let unsetVariables {
                     unsetVariables.note(name, in: field)
@@ -305,6 +310,8 @@ extension DefinitionValidator {
                 }
                 return value
             }
+            if let placeholder, let unsetVariables, unsetVariables.found.count > unsetBefore { return placeholder }
+            return expanded
         } catch {
             throw DefinitionError(field: field, expected: "environment variable \(error.name) to be set (for ${env:\(error.name)})")
         }

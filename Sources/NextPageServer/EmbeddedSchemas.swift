@@ -1517,7 +1517,7 @@ public enum EmbeddedSchemas {
     },
     "InBytes": {
       "title": "InBytes",
-      "description": "Bytes written to the server's stdin as they are, with no framing added (broken frames, split frames, blank lines). Never recorded; written by hand.",
+      "description": "Bytes written to the server's stdin as they are, in a write of their own, with no framing added (broken frames, a message split over writes, blank lines). Never recorded; written by hand. Other in records back to back go out in one write.",
       "type": "object",
       "required": ["dir", "bytes"],
       "additionalProperties": false,

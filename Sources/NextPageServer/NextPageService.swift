@@ -104,10 +104,13 @@ public final class NextPageService: RPCHandler {
                 ifLoading = .queue
             }
             let ticket = await collection.enqueueLoadNext(ifLoading: ifLoading)
+            // A cancel read before this call's page lands keeps it from landing, however fast the source.
+            context.cancellation.add { ticket.giveUp() }
             return { @Sendable [self] in try await persisting(collection) { try await Self.page(collection, ticket) } }
         case "load":
             let lastId = try params.cursor("lastId")
             let ticket = await collection.enqueueLoad(lastId: lastId)
+            context.cancellation.add { ticket.giveUp() }
             await persist(collection)
             return { @Sendable [self] in try await persisting(collection) { try await Self.page(collection, ticket) } }
         case "reset":
@@ -132,6 +135,7 @@ public final class NextPageService: RPCHandler {
             let maxPages = try params.integer("maxPages", min: 1)
             let token = try params.progressToken("progressToken")
             let first = await collection.enqueueLoadNext(ifLoading: .queue)
+            context.cancellation.add { first.giveUp() }
             return { @Sendable [self] in
                 try await loadAll(collection, first: first, maxItems: maxItems, maxPages: maxPages, progressToken: token, context: context)
             }

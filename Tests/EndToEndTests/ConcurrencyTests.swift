@@ -164,6 +164,25 @@ final class ConcurrencyTests: EndToEndTestCase {
         try server.finish()
     }
 
+    func testACancelInTheSameWriteEndsEvenAFastRequestAndItsPageNeverLands() throws {
+        // Regular page files, read at once: without the cancel each call would
+        // be answered within microseconds.
+        let server = try startServer(
+            config: fileConfig(paging: #"{"strategy": "cursor"}"#),
+            files: ["pages/first.json": Self.page1, "pages/p2.json": Self.page2])
+        for round in 1...20 {
+            try server.sendRaw(#"{"jsonrpc":"2.0","id":"l\#(round)","method":"loadNext","params":{"collection":"c"}}"# + "\n"
+                + #"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"l\#(round)"}}"# + "\n"
+                + #"[{"jsonrpc":"2.0","id":"b\#(round)","method":"loadNext","params":{"collection":"c"}},{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"b\#(round)"}}]"# + "\n")
+            try expectMatch(server.reply("\"l\(round)\""), #"{"jsonrpc":"2.0","id":"l\#(round)","error":\#(Self.cancelled)}"#, "round \(round)")
+            // A cancel inside the batch reaches the member before it.
+            try expectMatch(server.nextBatch(), #"[{"jsonrpc":"2.0","id":"b\#(round)","error":\#(Self.cancelled)}]"#, "round \(round)")
+            try server.request("\"s\(round)\"", "status", #"{"collection": "c"}"#)
+            try expectMatch(server.reply("\"s\(round)\""), #"{"jsonrpc":"2.0","id":"s\#(round)","result":\#(Self.fresh)}"#, "no page landed")
+        }
+        try server.finish()
+    }
+
     func testRequestsReadTogetherAreAdmittedBeforeAnyOfThemRuns() throws {
         // Regular page files, read at once: a status sent in the same write
         // as a loadNext still sees that page loading, every time.

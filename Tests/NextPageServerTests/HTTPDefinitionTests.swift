@@ -120,11 +120,18 @@ final class HTTPDefinitionTests: XCTestCase {
             {"collections": {
               "api": {"source": {"type": "http", "url": "https://a/x", "headers": {"Authorization": "Bearer ${env:NOPE_TOKEN}"}}, "paging": {"strategy": "link"}},
               "run": {"source": {"type": "command", "argv": ["cat", "${env:NOPE_FILE}"]}, "paging": {"strategy": "cursor"}},
+              "host": {"source": {"type": "http", "url": "https://${env:NOPE_HOST}/x"}, "paging": {"strategy": "link"}},
+              "base": {"source": {"type": "http", "url": "${env:NOPE_BASE}/x"}, "paging": {"strategy": "link"}},
+              "tool": {"source": {"type": "command", "argv": ["${env:NOPE_TOOL}", "x"]}, "paging": {"strategy": "cursor"}},
               "ok": {"source": {"type": "http", "url": "https://a/y"}, "paging": {"strategy": "link"}}}}
             """#)
         let collections = Dictionary(uniqueKeysWithValues: try DefinitionValidator(environment: [:]).validateConfig(config).map { ($0.name, $0.definition) })
         XCTAssertEqual(collections["api"]?.unavailable, "environment variable NOPE_TOKEN is not set (for ${env:NOPE_TOKEN} in collections.api.source.headers.Authorization)")
         XCTAssertEqual(collections["run"]?.unavailable, "environment variable NOPE_FILE is not set (for ${env:NOPE_FILE} in collections.run.source.argv.1)")
+        // Where the variable is the whole host, base or program, the field's other checks do not reject the file.
+        XCTAssertEqual(collections["host"]?.unavailable, "environment variable NOPE_HOST is not set (for ${env:NOPE_HOST} in collections.host.source.url)")
+        XCTAssertEqual(collections["base"]?.unavailable, "environment variable NOPE_BASE is not set (for ${env:NOPE_BASE} in collections.base.source.url)")
+        XCTAssertEqual(collections["tool"]?.unavailable, "environment variable NOPE_TOOL is not set (for ${env:NOPE_TOOL} in collections.tool.source.argv.0)")
         XCTAssertNil(collections["ok"]?.unavailable)
         XCTAssertTrue(collections["ok"]?.makeClient(name: "ok") is HTTPPageClient)
         let api = try XCTUnwrap(collections["api"]).makeCollection(name: "api")

@@ -41,7 +41,9 @@ final class SessionRun {
     /// go out in one write, as they reached the server when it was recorded
     /// (a client that sent them together, a file piped in): the server then
     /// reads them together again, and a `status` sent right behind a
-    /// `loadNext` sees that page still loading, as it did then.
+    /// `loadNext` sees that page still loading, as it did then. A `bytes`
+    /// record is written on its own, as it is: it says exactly what reaches
+    /// the server, and when (a message split over two writes).
     func perform(ending: Transcript.RestartMode?) {
         var ordinals: [String: Int] = [:]
         var together: [UInt8] = []
@@ -62,11 +64,15 @@ final class SessionRun {
                 ordinals[key, default: 0] += 1
                 expectations.append(Expectation(line: line, message: message, key: key, label: Self.label(message, ordinal: ordinals[key]!)))
             case .send(let send):
+                let alone: Bool
+                if case .bytes = send { alone = true } else { alone = false }
+                if alone { sendTogether() }
                 // Every out record above has its in records sent already.
                 if sendsTogether == 0 { waitForExpectations() }
                 sendLines.append(line.number)
                 together += frame(send)
                 sendsTogether += 1
+                if alone { sendTogether() }
             default:
                 break
             }
