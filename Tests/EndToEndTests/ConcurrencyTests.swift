@@ -164,12 +164,16 @@ final class ConcurrencyTests: EndToEndTestCase {
         try server.finish()
     }
 
-    func testACancelInTheSameWriteEndsEvenAFastRequestAndItsPageNeverLands() throws {
-        // Regular page files, read at once: without the cancel each call would
-        // be answered within microseconds.
-        let server = try startServer(
+    /// A server with collection "c" over regular page files, read at once:
+    /// a call is answered within microseconds.
+    func startWithFastPages() throws -> ServerHarness {
+        try startServer(
             config: fileConfig(paging: #"{"strategy": "cursor"}"#),
             files: ["pages/first.json": Self.page1, "pages/p2.json": Self.page2])
+    }
+
+    func testACancelInTheSameWriteEndsEvenAFastRequestAndItsPageNeverLands() throws {
+        let server = try startWithFastPages()
         for round in 1...20 {
             try server.sendRaw(#"{"jsonrpc":"2.0","id":"l\#(round)","method":"loadNext","params":{"collection":"c"}}"# + "\n"
                 + #"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"l\#(round)"}}"# + "\n"
@@ -184,11 +188,9 @@ final class ConcurrencyTests: EndToEndTestCase {
     }
 
     func testRequestsReadTogetherAreAdmittedBeforeAnyOfThemRuns() throws {
-        // Regular page files, read at once: a status sent in the same write
-        // as a loadNext still sees that page loading, every time.
-        let server = try startServer(
-            config: fileConfig(paging: #"{"strategy": "cursor"}"#),
-            files: ["pages/first.json": Self.page1, "pages/p2.json": Self.page2])
+        // A status sent in the same write as a loadNext still sees that page
+        // loading, every time, however fast the page.
+        let server = try startWithFastPages()
         for round in 1...20 {
             try server.sendRaw(#"{"jsonrpc":"2.0","id":"r\#(round)","method":"reset","params":{"collection":"c"}}"# + "\n"
                 + #"{"jsonrpc":"2.0","id":"l\#(round)","method":"loadNext","params":{"collection":"c"}}"# + "\n"

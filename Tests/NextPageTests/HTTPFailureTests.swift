@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Jansson
 import Logging
 import NIOConcurrencyHelpers
@@ -111,32 +108,6 @@ final class HTTPFailureTests: HTTPSourceTestCase {
             }
             XCTAssertEqual(server.requests.map(\.uri), ["/slow", "/slow"])
         }
-    }
-
-    func testARefusedConnectionIsNamedInPlainWords() async throws {
-        // A port on which nothing listens: bound to find one, then closed.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        XCTAssertGreaterThanOrEqual(fd, 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        close(fd)
-        XCTAssertTrue(bound)
-        let url = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/items"
-        let transport = HTTPNetworkTransport()
-        let collection = collection(HTTPSource(url: url, retries: 0), Paging(strategy: .cursor), transport: transport)
-        do {
-            _ = try await collection.loadNext()
-            XCTFail("expected a failure")
-        } catch {
-            XCTAssertEqual(upstreamFailure(error), UpstreamFailure(
-                status: nil, attempts: 1, retryable: true, message: "GET \(url): connection failed: connection refused"))
-        }
-        await transport.shutdown()
     }
 
     func testDroppedConnectionIsRetryable() async throws {
