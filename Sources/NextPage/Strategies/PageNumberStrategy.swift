@@ -26,14 +26,7 @@ public struct PageNumberStrategy: PagingStrategy {
         let (pagesBefore, overflow) = number.subtractingReportingOverflow(request.paging.start)
         guard !overflow, pagesBefore > Int64(loadedBefore.pages) else { return received }
         let unknown = pagesBefore - Int64(loadedBefore.pages)
-        let perPage: Int
-        if let size = request.pageSize {
-            perPage = size
-        } else if loadedBefore.pages > 0 {
-            perPage = loadedBefore.items / loadedBefore.pages
-        } else {
-            perPage = page.items.count
-        }
+        let perPage = request.pageSize ?? loadedBefore.averagePage ?? page.items.count
         let (estimate, tooMany) = unknown.multipliedReportingOverflow(by: Int64(perPage))
         let (total, tooManyAgain) = received.addingReportingOverflow(estimate)
         return tooMany || tooManyAgain ? .max : total

@@ -41,6 +41,11 @@ public struct LoadedBefore: Sendable, Equatable {
     public func adding(items count: Int) -> LoadedBefore {
         LoadedBefore(items: items + count, pages: pages + 1)
     }
+
+    /// Items per page on average, rounded down; `nil` before any page.
+    public var averagePage: Int? {
+        pages > 0 ? items / pages : nil
+    }
 }
 
 extension PagingStrategy {
@@ -70,8 +75,8 @@ extension PagingStrategy {
     /// called short on no evidence.
     func isShort(_ page: UpstreamPage, _ request: PageRequest, after before: LoadedBefore) -> Bool {
         if request.pageSize != nil { return isShort(page, request) }
-        guard before.pages > 0, before.items > 0 else { return false }
-        return page.items.count < before.items / before.pages
+        guard let average = before.averagePage else { return false }
+        return page.items.count < average
     }
 
     /// Whether the `total` pointer says every item has been seen.
