@@ -7,6 +7,7 @@ import Darwin
 import Jansson
 import JSONRPC
 import Logging
+import NextPage
 import NextPageServer
 
 /// Exit statuses of the shell commands (documented in the README).
@@ -142,11 +143,8 @@ struct All: AsyncParsableCommand {
         let budget = ItemBudget(options.state == nil ? maxItems : nil)
         do {
             _ = try await committing(session) { try await call(session, "loadAll", params) { method, page in
-                guard method == "page", let page, var (out, count) = Self.itemLines(page) else { return }
-                if let left = budget.left {
-                    if count > left { (out, count) = Self.firstLines(out, left) }
-                    budget.left = left - count
-                }
+                guard method == "page", let page, let (out, count) = Self.itemLines(page, limit: budget.left) else { return }
+                budget.left = budget.left.map { $0 - count }
                 writeOut(out)
                 do {
                     try session.commit()
@@ -165,39 +163,25 @@ struct All: AsyncParsableCommand {
         try commit(session)
     }
 
-    /// The first `count` lines of `lines`, and how many they are.
-    static func firstLines(_ lines: [UInt8], _ count: Int) -> ([UInt8], Int) {
-        var seen = 0
-        for (index, byte) in lines.enumerated() where byte == UInt8(ascii: "\n") {
-            seen += 1
-            if seen == count { return (Array(lines[...index]), count) }
-        }
-        return (lines, seen)
-    }
-
-    /// The items of a `page` notification, one per line, each as the source
-    /// sent it (compacted), and how many there are.
-    static func itemLines(_ page: RawJSON) -> (lines: [UInt8], count: Int)? {
-        let found = page.bytes.withUnsafeBufferPointer { JSONScanner.compactArray(at: ["items"], in: $0) }
-        guard let found else {
+    /// The items of a `page` notification, at most `limit` of them, one per
+    /// line, each as the source sent it (compacted), and how many there are.
+    static func itemLines(_ page: RawJSON, limit: Int?) -> (lines: [UInt8], count: Int)? {
+        let items: PageItems
+        if let found = page.bytes.withUnsafeBufferPointer({ JSONScanner.compactArray(at: ["items"], in: $0) }) {
+            items = PageItems(trustedArray: found.bytes, starts: found.starts)
+        } else {
             // Not expected of the server's own reply: read it with jansson instead.
-            guard let items = (try? page.parsed())?["items"]?.elements else { return nil }
-            var out: [UInt8] = []
-            for item in items {
-                out += item.dump()
-                out.append(UInt8(ascii: "\n"))
-            }
-            return (out, items.count)
+            guard let elements = (try? page.parsed())?["items"]?.elements else { return nil }
+            items = PageItems(elements.map(RawJSON.init))
         }
+        let count = min(items.count, limit ?? items.count)
         var out: [UInt8] = []
-        out.reserveCapacity(found.bytes.count)
-        for (index, start) in found.starts.enumerated() {
-            // Up to the comma before the next item, or the closing bracket.
-            let end = index + 1 < found.starts.count ? Int(found.starts[index + 1]) - 1 : found.bytes.count - 1
-            out += found.bytes[Int(start)..<end]
+        out.reserveCapacity(items.array.count)
+        for index in 0..<count {
+            out += items.array[items.span(index)]
             out.append(UInt8(ascii: "\n"))
         }
-        return (out, found.starts.count)
+        return (out, count)
     }
 }
 
