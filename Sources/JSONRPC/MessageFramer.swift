@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Jansson
 
 /// How messages are delimited on the wire.
 public enum Framing: String, Sendable, CaseIterable {
@@ -253,7 +254,7 @@ public struct MessageFramer: Sendable {
         while i < n {
             let byte = buffer[i]
             if detectBuffer.isEmpty {
-                if Self.isWhitespace(byte) {
+                if JSONScanner.isWhitespace(byte) {
                     // Leading whitespace means nothing in either framing.
                     i += 1
                     continue
@@ -585,11 +586,6 @@ public struct MessageFramer: Sendable {
         guard start < buffer.count, let base = buffer.baseAddress else { return nil }
         guard let found = memchr(base + start, Int32(byte), buffer.count - start) else { return nil }
         return UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))
-    }
-
-    @inline(__always)
-    private static func isWhitespace(_ byte: UInt8) -> Bool {
-        byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A
     }
 
     @inline(__always)

@@ -16,6 +16,13 @@ import Darwin
 ///
 /// Objects follow jansson's rule for duplicate keys: the last one wins.
 public enum JSONScanner {
+    /// Whether `byte` is JSON whitespace (RFC 8259: space, tab, line feed,
+    /// carriage return).
+    @inlinable
+    public static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+
     /// An array found in a text, without whitespace outside strings.
     public struct CompactArray: Sendable {
         /// The array: `[a,b,c]`.
@@ -486,9 +493,7 @@ enum Byte {
     static let carriageReturn = UInt8(ascii: "\r")
 
     @inline(__always)
-    static func isWhitespace(_ byte: UInt8) -> Bool {
-        byte == space || byte == newline || byte == carriageReturn || byte == tab
-    }
+    static func isWhitespace(_ byte: UInt8) -> Bool { JSONScanner.isWhitespace(byte) }
 
     /// A byte that can be part of a number or a literal (`true`, `false`, `null`).
     @inline(__always)

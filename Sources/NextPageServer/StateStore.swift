@@ -102,7 +102,7 @@ public final class StateStore: @unchecked Sendable {
         }
         // An empty file (`STATE=$(mktemp)`) holds no state yet, as a missing one.
         let loaded = try bytes.map { bytes throws(StateFileError) in
-            bytes.allSatisfy(Self.isWhitespace) ? [:] : try Self.decode(bytes, path: path)
+            bytes.allSatisfy(JSONScanner.isWhitespace) ? [:] : try Self.decode(bytes, path: path)
         } ?? [:]
         states = loaded
         guard access(folder, W_OK | X_OK) == 0 else {
@@ -223,10 +223,6 @@ public final class StateStore: @unchecked Sendable {
         }
         let document = RawJSON.object(["version": .integer(version), "collections": .object(entries)])
         return document.bytes + [UInt8(ascii: "\n")]
-    }
-
-    private static func isWhitespace(_ byte: UInt8) -> Bool {
-        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") || byte == UInt8(ascii: "\t")
     }
 
     /// Reads a state file's bytes; errors name the field at fault.
