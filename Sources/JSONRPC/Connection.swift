@@ -153,7 +153,7 @@ public final class Connection: @unchecked Sendable {
     private var nextToken = 0
     private var shutdownRequested = false
     /// Requests admitted and not started yet (see `startAdmitted`).
-    private var admitted: [Admitted] = []
+    private var admitted: [Pending] = []
 
     /// Admitted requests beyond which they are started without waiting for
     /// the rest of their read.
@@ -335,82 +335,110 @@ public final class Connection: @unchecked Sendable {
                 }
                 let actions = CancelActions()
                 guard let work = await admit(request, cancellation: actions) else { return nil }
-                let tracker = self.tracker
-                startLater(ids: [request.id], actions: [actions]) { cancelled in
-                    self.spawn(id: request.id, cancelled: cancelled[0], actions: actions) { [self] token in
-                        if let reply = await Self.perform(work, id: request.id, tracker: tracker, token: token) { emit(reply) }
-                    }
-                }
+                startLater(Pending(members: [Admitted(id: request.id, work: work, actions: actions)], isBatch: false))
             }
         case .batch(let entries):
-            var works: [(RequestID?, RPCWork?)] = []
-            var actions: [CancelActions] = []
-            var cancelled: [Bool] = []
+            var members: [Admitted] = []
             var ending: Ending?
             for entry in entries {
                 switch entry {
                 case .invalid(let reason, let id):
                     // Tracked without an id: `$/cancelRequest` has nothing to end here.
                     let error = OutgoingMessage.error(id: id, .invalidRequest(reason))
-                    works.append((.null, { @Sendable in throw BatchReply(message: error) }))
-                    actions.append(CancelActions())
-                    cancelled.append(false)
+                    members.append(Admitted(id: .null, work: { @Sendable in throw BatchReply(message: error) }, actions: CancelActions()))
                 case .request(let request):
                     // A cancel reaches the members before it in its own batch too.
-                    if let target = Self.cancelTarget(request) {
-                        for index in works.indices where works[index].0 == target {
-                            cancelled[index] = true
-                            actions[index].fire()
-                        }
-                    }
+                    if let target = Self.cancelTarget(request) { Self.cancel(target, in: &members) }
                     if let end = control(request) {
                         ending = end
                         if !request.isNotification {
-                            works.append((request.id, { @Sendable in .null }))
-                            actions.append(CancelActions())
-                            cancelled.append(false)
+                            members.append(Admitted(id: request.id, work: { @Sendable in .null }, actions: CancelActions()))
                         }
                         continue
                     }
-                    let memberActions = CancelActions()
-                    works.append((request.id, await admit(request, cancellation: memberActions)))
-                    actions.append(memberActions)
-                    cancelled.append(false)
+                    let actions = CancelActions()
+                    members.append(Admitted(id: request.id, work: await admit(request, cancellation: actions), actions: actions))
                 }
             }
             // Each member runs as a request of its own, under its own id, so
             // that `$/cancelRequest` reaches it as it reaches a single
             // request; the batch's reply waits for all of them.
-            startLater(ids: works.map(\.0), actions: actions, cancelled: cancelled) { cancelled in
-                self.startBatch(works, actions: actions, cancelled: cancelled)
-            }
+            startLater(Pending(members: members, isBatch: true))
             return ending
         }
         return nil
     }
 
-    /// Starts the members of a batch (those in `cancelled` already
-    /// cancelled), then what replies when all have ended.
-    private func startBatch(_ works: [(RequestID?, RPCWork?)], actions: [CancelActions], cancelled: [Bool]) {
+    /// A request admitted and not started yet, alone or in a batch.
+    private struct Admitted {
+        let id: RequestID?
+        /// `nil`: a notification with nothing more to do.
+        let work: RPCWork?
+        /// What it does at once when a `$/cancelRequest` names it.
+        let actions: CancelActions
+        /// Whether a `$/cancelRequest` reached it before it started: it
+        /// starts cancelled, and ends with -32800 whatever its speed.
+        var cancelled = false
+    }
+
+    /// What waits for the rest of its read: one request, or a batch's members.
+    private struct Pending {
+        var members: [Admitted]
+        let isBatch: Bool
+    }
+
+    /// Cancels, before they start, the members of `members` that `id` names.
+    private static func cancel(_ id: RequestID, in members: inout [Admitted]) {
+        for index in members.indices where members[index].id == id {
+            members[index].cancelled = true
+            members[index].actions.fire()
+        }
+    }
+
+    /// Starts an admitted request once the rest of its read is admitted (or
+    /// `maxAdmittedTogether` wait).
+    private func startLater(_ pending: Pending) {
+        admitted.append(pending)
+        if admitted.count >= Self.maxAdmittedTogether { startAdmitted() }
+    }
+
+    /// Starts the requests admitted so far, in the order they came.
+    private func startAdmitted() {
+        guard !admitted.isEmpty else { return }
+        let starts = admitted
+        admitted.removeAll(keepingCapacity: true)
+        for pending in starts {
+            if pending.isBatch {
+                startBatch(pending.members)
+            } else if let single = pending.members.first, let work = single.work {
+                let tracker = self.tracker
+                spawn(id: single.id, cancelled: single.cancelled, actions: single.actions) { [self] token in
+                    if let reply = await Self.perform(work, id: single.id, tracker: tracker, token: token) { emit(reply) }
+                }
+            }
+        }
+    }
+
+    /// Starts the members of a batch (those cancelled already, cancelled),
+    /// then what replies when all have ended.
+    private func startBatch(_ members: [Admitted]) {
         let tracker = self.tracker
         let firstMember = nextToken
-        nextToken += works.count
+        nextToken += members.count
         let running: [Task<RawJSON?, Never>] = tracker.locked {
-            works.enumerated().compactMap { index, member in
-                guard let work = member.1 else { return nil }
+            members.enumerated().compactMap { index, member in
+                guard let work = member.work else { return nil }
                 let token = firstMember + index
-                let cancelledFirst = cancelled[index]
-                if cancelledFirst { tracker.cancelledBeforeStart(token) }
+                if member.cancelled { tracker.cancelledBeforeStart(token) }
                 // It cannot finish before it is registered: `memberFinished` waits for the lock.
                 let task = Task {
-                    if cancelledFirst { withUnsafeCurrentTask { $0?.cancel() } }
-                    let reply = await Self.perform(work, id: member.0, tracker: tracker, token: token)
+                    if member.cancelled { withUnsafeCurrentTask { $0?.cancel() } }
+                    let reply = await Self.perform(work, id: member.id, tracker: tracker, token: token)
                     tracker.memberFinished(token)
                     return reply
                 }
-                let memberActions = actions[index]
-                tracker.memberStarted(token, id: member.0, cancel: {
-                    memberActions.fire()
+                tracker.memberStarted(token, id: member.id, cancel: {
+                    member.actions.fire()
                     task.cancel()
                 }, wait: { _ = await task.value })
                 return task
@@ -421,34 +449,6 @@ public final class Connection: @unchecked Sendable {
             for task in running { if let reply = await task.value { replies.append(reply) } }
             if !replies.isEmpty { emit(.array(replies)) }
         }
-    }
-
-    /// A request (or a batch of them) admitted and not started yet.
-    private struct Admitted {
-        /// The ids of its requests, in order, and what each does at once when cancelled.
-        let ids: [RequestID?]
-        let actions: [CancelActions]
-        /// Which of them a `$/cancelRequest` reached before they started:
-        /// those start cancelled, and end with -32800 whatever their speed.
-        var cancelled: [Bool]
-        let start: (_ cancelled: [Bool]) -> Void
-    }
-
-    /// Starts an admitted request once the rest of its read is admitted (or
-    /// `maxAdmittedTogether` wait).
-    private func startLater(
-        ids: [RequestID?], actions: [CancelActions], cancelled: [Bool]? = nil, _ start: @escaping (_ cancelled: [Bool]) -> Void
-    ) {
-        admitted.append(Admitted(ids: ids, actions: actions, cancelled: cancelled ?? ids.map { _ in false }, start: start))
-        if admitted.count >= Self.maxAdmittedTogether { startAdmitted() }
-    }
-
-    /// Starts the requests admitted so far, in the order they came.
-    private func startAdmitted() {
-        guard !admitted.isEmpty else { return }
-        let starts = admitted
-        admitted.removeAll(keepingCapacity: true)
-        for pending in starts { pending.start(pending.cancelled) }
     }
 
     /// The id a `$/cancelRequest` names, if it is one.
@@ -463,12 +463,7 @@ public final class Connection: @unchecked Sendable {
         case "$/cancelRequest":
             if let id = Self.cancelTarget(request) {
                 // Admitted in the same read and not started yet: they start cancelled.
-                for index in admitted.indices {
-                    for member in admitted[index].ids.indices where admitted[index].ids[member] == id {
-                        admitted[index].cancelled[member] = true
-                        admitted[index].actions[member].fire()
-                    }
-                }
+                for index in admitted.indices { Self.cancel(id, in: &admitted[index].members) }
                 tracker.cancel(id: id)
             }
         case "exit":
