@@ -353,8 +353,23 @@ public struct MessageFramer: Sendable {
             discardedLastCR = last == Self.cr
             partial = []
         } else {
-            partial.append(contentsOf: piece)
+            Self.append(piece, to: &partial, atMost: limit + 1)
         }
+    }
+
+    /// Past this many bytes, a message still arriving takes room for all it may hold at once.
+    static let growWholeAfter = 1 << 20
+
+    /// Appends `piece` to a message that will hold at most `most` bytes. Past
+    /// `growWholeAfter` bytes the room for `most` is taken at once instead of
+    /// doubling: each doubling lets go of the buffer it outgrew, in all about
+    /// as many bytes again as the message, which an allocator may keep
+    /// resident for a while (mimalloc does), and memory is bounded by the
+    /// message, not twice it. Untouched room costs address space, not memory.
+    private static func append(_ piece: UnsafeBufferPointer<UInt8>, to buffer: inout [UInt8], atMost most: Int) {
+        let needed = buffer.count + piece.count
+        if needed > buffer.capacity && needed > growWholeAfter { buffer.reserveCapacity(most) }
+        buffer.append(contentsOf: piece)
     }
 
     /// A complete line (without `\n`, possibly ending in `\r`) within the input buffer.
@@ -428,7 +443,7 @@ public struct MessageFramer: Sendable {
                 i = consumeLines(buffer, from: i, limit: Self.maxHeaderLineBytes, events: &events)
             case .body(let length):
                 let take = min(length - body.count, n - i)
-                body.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[i..<(i + take)]))
+                Self.append(UnsafeBufferPointer(rebasing: buffer[i..<(i + take)]), to: &body, atMost: length)
                 i += take
                 if body.count == length {
                     events.append(.message(body))
@@ -533,8 +548,8 @@ public struct MessageFramer: Sendable {
             events.append(.message([]))
         } else {
             // The length is only announced: room grows as bytes come, so a
-            // header that promises gigabytes takes nothing until they arrive.
-            body.reserveCapacity(min(length, 1 << 20))
+            // header that promises 64 MiB takes nothing until 1 MiB arrived.
+            body.reserveCapacity(min(length, Self.growWholeAfter))
             lspState = .body(length: length)
         }
     }
