@@ -1,6 +1,15 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+// The nextpage executable allocates through mimalloc (Debian's libmimalloc-dev):
+// linked ahead of the C library, it takes the place of malloc for the whole
+// process, where the Swift runtime's many small allocations per request cost
+// less than with glibc's allocator (bench/README.md, "mimalloc").
+// Sanitizer builds keep the allocator the sanitizer brings: scripts/sanitize
+// sets NEXTPAGE_SYSTEM_MALLOC=1. (The fuzz targets never link the executable.)
+let allocator: [LinkerSetting] =
+    Context.environment["NEXTPAGE_SYSTEM_MALLOC"] == "1" ? [] : [.linkedLibrary("mimalloc", .when(platforms: [.linux]))]
+
 let package = Package(
     name: "nextpage",
     platforms: [.macOS(.v13)],
@@ -53,7 +62,8 @@ let package = Package(
                 "NextPageServer", "JSONRPC", "NextPage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            linkerSettings: allocator
         ),
         .testTarget(name: "JanssonTests", dependencies: ["Jansson"]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "Jansson"]),

@@ -14,9 +14,11 @@ ensure_apt_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
 }
 
-# jansson's headers and pkg-config file, needed to build the CJansson module.
-ensure_jansson() {
-  ensure_apt_packages libjansson-dev pkg-config
+# What the build needs from Debian: jansson's headers and pkg-config file
+# (the CJansson module) and mimalloc, the allocator the nextpage executable
+# is linked with (Package.swift).
+ensure_build_packages() {
+  ensure_apt_packages libjansson-dev pkg-config libmimalloc-dev
 }
 
 # A Python module, installed from PyPI when it cannot be imported.

@@ -156,6 +156,25 @@ final class LifecycleTests: EndToEndTestCase {
         XCTAssertFalse(server.stdoutText.contains("nextpage info"), "no log line on stdout")
     }
 
+    func testTheServerAllocatesThroughMimalloc() throws {
+        // Package.swift links the executable with mimalloc, ahead of the C
+        // library, except in sanitizer builds (which set this variable).
+        if ProcessInfo.processInfo.environment["NEXTPAGE_SYSTEM_MALLOC"] == "1" {
+            throw XCTSkip("built with the system allocator (NEXTPAGE_SYSTEM_MALLOC=1)")
+        }
+        let server = try startServer()
+        try server.request("1", "loadNext", #"{"collection": "demo"}"#)
+        _ = try server.reply("1")
+        // Read to the end: /proc reports a size of 0, and a single read may stop at a page.
+        let maps = try XCTUnwrap(FileHandle(forReadingAtPath: "/proc/\(server.pid)/maps")).readDataToEndOfFile()
+        let libraries = Set(String(decoding: maps, as: UTF8.self).split(separator: "\n").compactMap {
+            $0.split(separator: " ").last.map(String.init)
+        })
+        XCTAssert(libraries.contains { $0.contains("/libc.so") }, "the whole map was read: \(libraries.sorted())")
+        XCTAssert(libraries.contains { $0.contains("/libmimalloc.so") }, "mimalloc is loaded in the server: \(libraries.sorted())")
+        try server.finish()
+    }
+
     func rpcDiscover(_ framing: WireFraming) throws {
         // SPEC §2: replies are compact, one per line, never containing a raw newline.
         let server = try startServer(framing: framing)
