@@ -708,24 +708,32 @@ extension NextPageLoadable {
     }
 
     /// A fetch ended: the call being served gets it and the next calls are
-    /// served; a fetch ahead keeps its outcome; a dropped one is ignored.
+    /// served; a fetch ahead keeps its page, and drops its failure; a
+    /// dropped fetch is ignored.
     private func finishFetch(_ id: Int, _ result: Result<LoadedPage, any Error>) {
         guard let index = loadQueue.fetches.firstIndex(where: { $0.id == id }) else { return }
         if index == 0, loadQueue.serving != nil {
             loadQueue.fetches.removeFirst()
             finishServing(with: result)
             serve()
-        } else if case .failure = result, readAhead.whileChecking > 0 {
-            // A source without effects is simply read again when the page is
-            // asked for, rather than answered with a failure from earlier.
+        } else if case .failure = result {
+            // Nobody has asked for this page yet: the failure is dropped (with
+            // any fetch after it), and the call that asks for the page fetches
+            // it again, as it would have without fetching ahead, rather than
+            // being answered with a failure from earlier. Nothing is fetched
+            // ahead again until a page lands.
             let dropped = loadQueue.fetches[index...]
             loadQueue.fetches.removeSubrange(index...)
             for fetch in dropped { fetch.task?.cancel() }
+            if loadQueue.fetches.isEmpty { loadQueue.lastCallLanded = false }
         } else {
             loadQueue.fetches[index].outcome = result
             loadQueue.fetches[index].task = nil
         }
     }
+
+    /// Fetches started and not yet taken by a call, in flight or done (for tests).
+    var fetchesNotTaken: Int { loadQueue.fetches.count }
 
     /// Cancels every fetch.
     private func cancelFetches() {
