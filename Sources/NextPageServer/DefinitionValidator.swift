@@ -205,9 +205,14 @@ extension DefinitionValidator {
             throw DefinitionError(
                 field: reader.name(key), expected: "no such field for an http source (known: \(Self.httpSourceKeys.sorted().joined(separator: ", ")))")
         }
+        // Every value from the environment is a secret, but where it names
+        // the endpoint: a whole URL, or the host.
+        var fromEnvironment: [String] = []
         let url = try expand(
             try reader.string("url", required: true, expected: "an http or https URL")!, field: reader.name("url"),
-            whenUnset: "http://unset.invalid/")
+            whenUnset: "http://unset.invalid/", values: &fromEnvironment)
+        let host = HTTPURL.parts(url).authority.map { $0.split(separator: "@").last.map(String.init) ?? "" } ?? ""
+        fromEnvironment.removeAll { $0.contains("://") || host.contains($0) }
         guard HTTPURL.isHTTP(url) else { throw DefinitionError(field: reader.name("url"), expected: "an http or https URL") }
 
         let methods = HTTPSource.Method.allCases.map(\.rawValue).joined(separator: ", ")
@@ -233,7 +238,7 @@ extension DefinitionValidator {
                 let field = "\(reader.name("query")).\(name)"
                 guard !name.isEmpty else { throw DefinitionError(field: field, expected: "a non-empty parameter name") }
                 guard let text = value.string else { throw DefinitionError(field: field, expected: "a string") }
-                query.append((name, try expand(text, field: field)))
+                query.append((name, try expand(text, field: field, values: &fromEnvironment)))
             }
         }
 
@@ -244,7 +249,7 @@ extension DefinitionValidator {
                 let field = "\(reader.name("headers")).\(name)"
                 guard Self.isHeaderName(name) else { throw DefinitionError(field: field, expected: "a header name (letters, digits and !#$%&'*+-.^_`|~)") }
                 guard let text = value.string else { throw DefinitionError(field: field, expected: "a string") }
-                let expanded = try expand(text, field: field)
+                let expanded = try expand(text, field: field, values: &fromEnvironment)
                 guard !expanded.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
                     throw DefinitionError(field: field, expected: "a header value without line breaks")
                 }
@@ -257,7 +262,7 @@ extension DefinitionValidator {
         let maxBodyBytes = try reader.integer("maxBodyBytes", min: 1) ?? HTTPSource.defaultMaxBodyBytes
         return HTTPSource(
             url: url, method: method, body: body, query: query, headers: headers,
-            timeout: timeout, retries: retries, maxBodyBytes: maxBodyBytes)
+            timeout: timeout, retries: retries, maxBodyBytes: maxBodyBytes, environmentValues: fromEnvironment)
     }
 
     /// Checks where the cursor goes against the http source: one place at
@@ -300,6 +305,14 @@ extension DefinitionValidator {
     /// `whenUnset`, when given: a value the field's other checks accept
     /// (the collection cannot fetch anyway).
     func expand(_ text: String, field: String, whenUnset placeholder: String? = nil) throws(DefinitionError) -> String {
+        var values: [String] = []
+        return try expand(text, field: field, whenUnset: placeholder, values: &values)
+    }
+
+    /// `expand`, adding to `values` what each variable expanded to.
+    func expand(
+        _ text: String, field: String, whenUnset placeholder: String? = nil, values: inout [String]
+    ) throws(DefinitionError) -> String {
         let unsetBefore = unsetVariables?.found.count ?? 0
         do {
             let expanded = try HTTPSource.expandEnvironment(text) { name in
@@ -308,6 +321,7 @@ extension DefinitionValidator {
                     unsetVariables.note(name, in: field)
                     return ""
                 }
+                if let value { values.append(value) }
                 return value
             }
             if let placeholder, let unsetVariables, unsetVariables.found.count > unsetBefore { return placeholder }

@@ -56,9 +56,33 @@ final class HTTPDefinitionTests: XCTestCase {
         XCTAssertEqual(full.query.map(\.value), ["50", "t0k3n-value"])
         XCTAssertEqual(full.headers.map(\.name), ["Authorization", "Accept"])
         XCTAssertEqual(full.headers.map(\.value), ["Bearer t0k3n-value", "application/json"])
+        XCTAssertEqual(Set(full.environmentValues), ["t0k3n-value"], "the host is not a secret")
         XCTAssertEqual(full.timeout, 2.5)
         XCTAssertEqual(full.retries, 0)
         XCTAssertEqual(full.maxBodyBytes, 1_048_576)
+    }
+
+    func testEveryValueFromTheEnvironmentIsASecretButTheEndpoint() throws {
+        // SPEC §5: "${env:NAME} expansion in url/query/headers. Secrets never
+        // reach logs or transcripts", whatever the field is called.
+        let environment = [
+            "BASE": "https://api.example.com", "ACCOUNT": "acct-424242", "SIG": "sig+abc/def==",
+            "JWT": "eyJhbGciOi.x.y", "FORMAT": "json",
+        ]
+        let definition = try DefinitionValidator(environment: environment).validate(try JSON.parse("""
+            {"source": {"type": "http", "url": "${env:BASE}/v1/${env:ACCOUNT}/items",
+                        "query": {"sig": "${env:SIG}", "format": "${env:FORMAT}"}, "headers": {"X-Jwt": "${env:JWT}"}},
+             "paging": {"strategy": "cursor", "param": "cursor"}}
+            """))
+        let source = try XCTUnwrap(http(definition))
+        XCTAssertEqual(Set(source.environmentValues), ["acct-424242", "sig+abc/def==", "eyJhbGciOi.x.y", "json"])
+        let redactor = HTTPRedactor(source: source, exemptQueryNames: ["cursor"])
+        XCTAssertEqual(
+            redactor.url("https://api.example.com/v1/acct-424242/items?sig=sig%2Babc%2Fdef%3D%3D&format=json&cursor=c2"),
+            "https://api.example.com/v1/[redacted]/items?sig=[redacted]&format=json&cursor=c2",
+            "a short value (json) is left alone: it would be taken out of every page")
+        XCTAssertEqual(redactor.headers([("X-Jwt", "eyJhbGciOi.x.y"), ("Accept", "json")]).map(\.value), ["[redacted]", "json"])
+        XCTAssertEqual(redactor.scrub("account acct-424242 has no access"), "account [redacted] has no access")
     }
 
     func testLinkStrategyIsAllowedForHTTP() throws {

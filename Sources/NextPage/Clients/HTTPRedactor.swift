@@ -8,8 +8,9 @@ import Jansson
 /// name rule (plus `password`, `signature`), except the paging parameters
 /// and the header that carries the cursor (`paging.header`).
 /// Secret values are replaced with `[redacted]`, and the values of the
-/// source's own secret headers and query items are also scrubbed from any
-/// text (a response that echoes a token back, for example).
+/// source's own secret headers and query items, and every value of 8 bytes
+/// or more it took from `${env:NAME}` (whatever the field's name), are also
+/// scrubbed from any text (a response that echoes a token back, for example).
 public struct HTTPRedactor: Sendable {
     /// What a secret is replaced with.
     public static let placeholder = "[redacted]"
@@ -17,6 +18,10 @@ public struct HTTPRedactor: Sendable {
     private static let secretNames: Set<String> = ["authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"]
     private static let secretFragments = ["token", "secret", "key", "auth"]
     private static let secretQueryFragments = secretFragments + ["password", "signature"]
+
+    /// Values from `${env:NAME}` shorter than this (in bytes) are left alone
+    /// unless their field's name says they are secret.
+    static let shortestEnvironmentSecret = 8
 
     /// Query item names never redacted (they carry cursors and page sizes).
     public let exemptQueryNames: Set<String>
@@ -59,6 +64,13 @@ public struct HTTPRedactor: Sendable {
             if Self.isSecretQueryName(name), !exemptQueryNames.contains(name), let equals = item.firstIndex(of: "=") {
                 values.append(String(item[item.index(after: equals)...]))
             }
+        }
+        // Whatever field a value from the environment went to, as sent and as
+        // a URL carries it; from 8 bytes on, so that a short word (`json`,
+        // `true`) is not taken out of every recorded page.
+        for value in source.environmentValues where value.utf8.count >= Self.shortestEnvironmentSecret {
+            values.append(value)
+            values.append(HTTPURL.encodeComponent(value))
         }
         self.secrets = Array(Set(values.filter { $0.count >= 4 })).sorted { $0.count > $1.count }
         let urlNames = (url.query?.split(separator: "&") ?? []).map { HTTPURL.percentDecoded(HTTPURL.queryName(String($0))) }

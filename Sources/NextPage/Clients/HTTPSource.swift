@@ -24,6 +24,12 @@ public struct HTTPSource: Sendable, Equatable {
     public var retries: Int
     /// Largest response body accepted, in bytes (default 64 MiB).
     public var maxBodyBytes: Int
+    /// What `${env:NAME}` expanded to in the url, query values and header
+    /// values: secrets, whatever field holds them, scrubbed wherever they
+    /// would show (`HTTPRedactor`, from 8 bytes on). A variable that names
+    /// the endpoint (a whole URL, or the host) is not counted. Not part of
+    /// equality: the requests are the same.
+    public var environmentValues: [String]
 
     public static let defaultTimeout: Double = 30
     public static let defaultRetries = 2
@@ -33,7 +39,7 @@ public struct HTTPSource: Sendable, Equatable {
         url: String, method: Method = .get, body: RawJSON? = nil,
         query: [(name: String, value: String)] = [], headers: [(name: String, value: String)] = [],
         timeout: Double = HTTPSource.defaultTimeout, retries: Int = HTTPSource.defaultRetries,
-        maxBodyBytes: Int = HTTPSource.defaultMaxBodyBytes
+        maxBodyBytes: Int = HTTPSource.defaultMaxBodyBytes, environmentValues: [String] = []
     ) {
         self.url = url
         self.method = method
@@ -43,6 +49,7 @@ public struct HTTPSource: Sendable, Equatable {
         self.timeout = timeout
         self.retries = retries
         self.maxBodyBytes = maxBodyBytes
+        self.environmentValues = environmentValues
     }
 
     public static func == (lhs: HTTPSource, rhs: HTTPSource) -> Bool {
