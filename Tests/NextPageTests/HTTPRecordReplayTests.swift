@@ -325,6 +325,36 @@ final class HTTPRecordReplayTests: HTTPSourceTestCase {
         }
     }
 
+    func testARecordingMayEscapeQueryValuesAnyWay() async throws {
+        // nextpage sends `after=YWJjZA%3D%3D` and `q=caf%C3%A9%2Bx`; a recording
+        // written by hand or by a capture tool may keep them raw, or escape
+        // with small letters. The same bytes are the same value.
+        let directory = try temporaryDirectory()
+        let file = directory + "/c.jsonl"
+        write("""
+            {"request":{"method":"GET","url":"https://api.example.com/items?q=café%2bx"},"response":{"status":200,"headers":{},"body":{"items":[{"id":1}],"next":"YWJjZA=="}}}
+            {"request":{"method":"GET","url":"https://api.example.com/items?after=YWJjZA%3d%3D&q=caf%c3%a9%2Bx"},"response":{"status":200,"headers":{},"body":{"items":[{"id":2}],"next":"n+1"}}}
+            {"request":{"method":"GET","url":"https://api.example.com/items?q=caf%C3%A9%2Bx&after=n%2B1"},"response":{"status":200,"headers":{},"body":{"items":[{"id":3}],"next":null}}}
+
+            """, to: file)
+        let source = HTTPSource(url: "https://api.example.com/items", query: [("q", "café+x")])
+        let paging = Paging(strategy: .cursor, param: "after", next: "/next")
+        let result = try await loadAll(collection(source, paging, transport: ReplayTransport(file: file), retryPolicy: .immediate))
+        XCTAssertEqual(result.ids, ["1", "2", "3"])
+
+        // A `+` is a `+`, not a space: `n+1` does not match the cursor `n 1`.
+        write("""
+            {"request":{"method":"GET","url":"https://api.example.com/items?q=caf%C3%A9%2Bx"},"response":{"status":200,"headers":{},"body":{"items":[{"id":1}],"next":"n 1"}}}
+            {"request":{"method":"GET","url":"https://api.example.com/items?q=caf%C3%A9%2Bx&after=n+1"},"response":{"status":200,"headers":{},"body":{"items":[{"id":2}],"next":null}}}
+
+            """, to: file)
+        let spaced = collection(source, paging, transport: ReplayTransport(file: file), retryPolicy: .immediate)
+        let first = try await spaced.loadNext()
+        XCTAssertEqual(first.items.count, 1)
+        let message = await failureMessage(spaced)
+        XCTAssertTrue(message.contains("after=n%201"), message)
+    }
+
     func testUnmatchedReplayRequestIsAnUpstreamErrorNamingMethodAndURL() async throws {
         let directory = try temporaryDirectory()
         let file = directory + "/c.jsonl"

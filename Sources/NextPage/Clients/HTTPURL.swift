@@ -101,9 +101,14 @@ public enum HTTPURL {
     /// Percent-encodes every byte outside `A-Z a-z 0-9 - . _ ~` (so `+` is
     /// `%2B` and a space `%20`): how cursors, query names and values go into a URL.
     public static func encodeComponent(_ text: String) -> String {
+        encodeComponent(bytes: Array(text.utf8))
+    }
+
+    /// `encodeComponent` of bytes that need not be UTF-8 (a decoded `%FF`).
+    static func encodeComponent(bytes: [UInt8]) -> String {
         var out: [UInt8] = []
-        out.reserveCapacity(text.utf8.count)
-        for byte in text.utf8 {
+        out.reserveCapacity(bytes.count)
+        for byte in bytes {
             if isUnreserved(byte) {
                 out.append(byte)
             } else {

@@ -153,7 +153,10 @@ public actor ReplayTransport: HTTPTransport {
     }
 
     /// A URL as compared: scheme and authority lowercased, without the
-    /// scheme's default port, no fragment, query items sorted.
+    /// scheme's default port, no fragment, query items sorted, each name
+    /// and value escaped one way (`YWJjZA==`, `YWJjZA%3d%3D` and `YWJjZA%3D%3D`
+    /// are the same value, as a recording written by hand or by another tool
+    /// may hold any of them; a `+` stays a `+`).
     static func matchKey(_ url: String) -> String {
         var parts = HTTPURL.parts(url)
         parts.scheme = parts.scheme?.lowercased()
@@ -164,7 +167,13 @@ public actor ReplayTransport: HTTPTransport {
         }
         parts.fragment = nil
         if let query = parts.query {
-            parts.query = query.split(separator: "&", omittingEmptySubsequences: false).map(String.init).sorted().joined(separator: "&")
+            parts.query = query.split(separator: "&", omittingEmptySubsequences: false)
+                .map { item in
+                    item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                        .map { HTTPURL.encodeComponent(bytes: HTTPURL.percentDecoded(String($0))) }
+                        .joined(separator: "=")
+                }
+                .sorted().joined(separator: "&")
         }
         return parts.text
     }
