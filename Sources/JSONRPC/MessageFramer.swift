@@ -346,29 +346,34 @@ public struct MessageFramer: Sendable {
         if discarding {
             discardedCount += piece.count
             discardedLastCR = last == Self.cr
-        } else if partial.count + piece.count > limit + 1 {
+        } else if partial.count + piece.count - 1 > limit {
             // Even if the last byte is a '\r' of a "\r\n", the body is over the limit.
             discarding = true
             discardedCount = partial.count + piece.count
             discardedLastCR = last == Self.cr
             partial = []
         } else {
-            Self.append(piece, to: &partial, atMost: limit + 1)
+            Self.append(piece, to: &partial, atMost: limit < .max ? limit + 1 : limit)
         }
     }
 
-    /// Past this many bytes, a message still arriving takes room for all it may hold at once.
+    /// Past this many bytes, a message still arriving takes room for all it
+    /// may hold at once, up to `growWholeUpTo` (the default limit).
     static let growWholeAfter = 1 << 20
+    static let growWholeUpTo = 64 << 20
 
-    /// Appends `piece` to a message that will hold at most `most` bytes. Past
-    /// `growWholeAfter` bytes the room for `most` is taken at once instead of
-    /// doubling: each doubling lets go of the buffer it outgrew, in all about
-    /// as many bytes again as the message, which an allocator may keep
-    /// resident for a while (mimalloc does), and memory is bounded by the
-    /// message, not twice it. Untouched room costs address space, not memory.
+    /// Appends `piece` to a message that will hold at most `most` bytes.
+    /// Between `growWholeAfter` and `growWholeUpTo` bytes the room for `most`
+    /// (or `growWholeUpTo`) is taken at once instead of doubling: each
+    /// doubling lets go of the buffer it outgrew, in all about as many bytes
+    /// again as the message, which an allocator may keep resident for a
+    /// while (mimalloc does). Untouched room costs address space, not memory;
+    /// past `growWholeUpTo` (a raised `--max-message-bytes`) it doubles again.
     private static func append(_ piece: UnsafeBufferPointer<UInt8>, to buffer: inout [UInt8], atMost most: Int) {
         let needed = buffer.count + piece.count
-        if needed > buffer.capacity && needed > growWholeAfter { buffer.reserveCapacity(most) }
+        if needed > buffer.capacity, needed > growWholeAfter, needed <= growWholeUpTo {
+            buffer.reserveCapacity(min(most, growWholeUpTo))
+        }
         buffer.append(contentsOf: piece)
     }
 

@@ -295,6 +295,20 @@ final class MessageFramerTests: XCTestCase {
         XCTAssertEqual(framer.finish(), [.truncated(expected: 30_000_000_000, received: 2, body: bytes("{}"))])
     }
 
+    func testAMessagePastOneMebibyteTakesRoomForNoMoreThanItsLimitOr64MiB() {
+        // Past 1 MiB a message takes its room at once (no trail of outgrown
+        // buffers), but never for a limit of gigabytes: that allocation fails.
+        let line = "{\"data\":\"" + String(repeating: "0123456789abcdef", count: 1 << 17) + "\"}"  // ~2 MiB
+        let stream = bytes(line + "\n")
+        let chunks = stride(from: 0, to: stream.count, by: 65536).map { Array(stream[$0..<min(stream.count, $0 + 65536)]) }
+        XCTAssertEqual(run(chunks, mode: .ndjson, limit: .max).events, [message(line)])
+        var framer = MessageFramer(mode: .lsp, maxMessageBytes: .max)
+        var got = framer.feed(bytes("Content-Length: 30000000000\r\n\r\n"))
+        for chunk in chunks { got += framer.feed(chunk) }
+        XCTAssertEqual(got, [])
+        XCTAssertEqual(framer.bufferedByteCount, stream.count)
+    }
+
     func testABatchOverTheMemberLimitIsRefusedWhole() {
         let members = IncomingMessage.maxBatchMembers
         let atLimit = "[" + Array(repeating: "1", count: members).joined(separator: ",") + "]"
