@@ -40,8 +40,8 @@ public struct RPCContext: Sendable {
 /// give up its place in line at once, so that no page lands for a call
 /// that was cancelled first.
 public final class CancelActions: @unchecked Sendable {
-    private let condition = Condition()
-    // Guarded by `condition`.
+    private let lock = Lock()
+    // Guarded by `lock`.
     private var actions: [@Sendable () -> Void] = []
     private var fired = false
 
@@ -49,7 +49,7 @@ public final class CancelActions: @unchecked Sendable {
 
     /// Adds an action; it runs at once when the request was cancelled already.
     public func add(_ action: @escaping @Sendable () -> Void) {
-        let now = condition.locked { () -> Bool in
+        let now = lock.locked { () -> Bool in
             if fired { return true }
             actions.append(action)
             return false
@@ -59,7 +59,7 @@ public final class CancelActions: @unchecked Sendable {
 
     /// Runs the actions (once).
     func fire() {
-        let due = condition.locked { () -> [@Sendable () -> Void] in
+        let due = lock.locked { () -> [@Sendable () -> Void] in
             fired = true
             defer { actions = [] }
             return actions

@@ -15,7 +15,9 @@ public struct RequestID: Hashable, Sendable, CustomStringConvertible {
     /// An id from a JSON value: only strings, numbers and null are ids.
     public init?(_ json: JSON) {
         switch json.kind {
-        case .string, .integer, .null: self.raw = RawJSON(json)
+        // An integer is written here, not by jansson's dump (printf).
+        case .integer: self.raw = .integer(json.integer ?? 0)
+        case .string, .null: self.raw = RawJSON(json)
         case .real: self.raw = RawJSON(trusted: Array((json.number ?? 0).description.utf8))
         default: return nil
         }
