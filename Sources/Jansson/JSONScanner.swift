@@ -373,20 +373,26 @@ private struct Scanner {
                     n += 1
                     if level == 0 { break scan }
                     if wantsStarts && level == 1 { found.begin(at: n) }
+                case Byte.colon:
+                    guard level > 0 else { break scan }
+                    found.members &+= 1
+                    o[n] = byte
+                    n += 1
                 default:
-                    // Outside strings only numbers, literals and `:` are left. Any
+                    // Outside strings only numbers and literals are left. Any
                     // other byte is not ours to vouch for: jansson skips a NUL
                     // right after a number, so `[3\0]` would pass its check and
                     // the NUL would be forwarded.
-                    if byte == Byte.colon {
-                        guard level > 0 else { break scan }
-                        found.members &+= 1
-                    } else {
-                        guard Byte.isScalar(byte) else { break scan }
-                    }
-                    o[n] = byte
-                    n += 1
-                    if level == 0, i + 1 == end || !Byte.isScalar(base[i + 1]) { result = i + 1; i += 1; last = byte; break scan }
+                    guard Byte.isScalar(byte) else { break scan }
+                    // The whole number or literal at once.
+                    var k = i + 1
+                    while k < end && Byte.isScalar(base[k]) { k += 1 }
+                    (o + n).update(from: base + i, count: k - i)
+                    n += k - i
+                    last = base[k - 1]
+                    i = k
+                    if level == 0 { result = k; break scan }
+                    continue
                 }
                 last = byte
                 i += 1
@@ -495,15 +501,15 @@ enum Byte {
     @inline(__always)
     static func isWhitespace(_ byte: UInt8) -> Bool { JSONScanner.isWhitespace(byte) }
 
-    /// A byte that can be part of a number or a literal (`true`, `false`, `null`).
+    /// A byte that can be part of a number or a literal (`true`, `false`,
+    /// `null`): `0-9 a-z A-Z . + -`.
     @inline(__always)
     static func isScalar(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-             UInt8(ascii: "."), UInt8(ascii: "+"), UInt8(ascii: "-"):
-            return true
-        default:
-            return false
-        }
+        // One bit per byte value below 128, in two words (a table lookup
+        // without branches or bounds checks).
+        let low: UInt64 = 1 << 0x2B | 1 << 0x2D | 1 << 0x2E | 0x3FF << 0x30
+        let high: UInt64 = 0x3FF_FFFF << 0x01 | 0x3FF_FFFF << 0x21
+        let word = byte < 64 ? low : (byte < 128 ? high : 0)
+        return (word >> UInt64(byte & 63)) & 1 != 0
     }
 }
