@@ -7,11 +7,11 @@ import Darwin
 /// A mutex with a condition variable, for threads that block (the
 /// connection's two I/O threads, a transcript replay's pipe readers).
 public final class Condition: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let lock = Lock()
     private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var mutex: UnsafeMutablePointer<pthread_mutex_t> { lock.mutex }
 
     public init() {
-        pthread_mutex_init(mutex, nil)
         // Deadlines count on the monotonic clock: a change of the wall clock neither stretches nor cuts a wait.
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
@@ -42,17 +42,11 @@ public final class Condition: @unchecked Sendable {
 
     deinit {
         pthread_cond_destroy(cond)
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
         cond.deallocate()
     }
 
     /// Runs `body` holding the mutex.
-    public func locked<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
+    public func locked<T>(_ body: () throws -> T) rethrows -> T { try lock.locked(body) }
 
     /// Waits for a signal; call only while holding the mutex (inside `locked`).
     public func wait() { pthread_cond_wait(cond, mutex) }
@@ -70,10 +64,10 @@ public final class Condition: @unchecked Sendable {
 }
 
 /// A mutex alone, for state that is held only briefly (a request's cancel
-/// actions): cheaper to make than a `Condition`, and a pthread mutex, so
-/// that ThreadSanitizer sees it.
+/// actions): cheaper to make than a `Condition`, which adds a condition
+/// variable to one. A pthread mutex, so that ThreadSanitizer sees it.
 public final class Lock: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    fileprivate let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
 
     public init() { pthread_mutex_init(mutex, nil) }
 
