@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Dispatch
+import JSONRPC
 import Logging
 
 /// A swift-log handler that writes to stderr from its own thread and drops
@@ -37,8 +37,9 @@ public struct StderrLogHandler: LogHandler {
         public static let standardError = LineSink(fd: 2)
 
         private let fd: Int32
-        private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+        /// Guards `lines`, `started` and `writing`; signalled when lines
+        /// arrive (for the drain) and when a batch is out (for `flush`).
+        private let condition = Condition()
         private var lines: [String] = []
         private var started = false
         /// A batch taken from `lines` is being written.
@@ -48,36 +49,28 @@ public struct StderrLogHandler: LogHandler {
 
         init(fd: Int32) {
             self.fd = fd
-            pthread_mutex_init(mutex, nil)
-            pthread_cond_init(cond, nil)
         }
 
         func write(_ line: String) {
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
-            if !started {
+            let start: Bool = condition.locked {
+                let start = !started
                 started = true
-                let box = Unmanaged.passRetained(self).toOpaque()
-                var thread = pthread_t()
-                pthread_create(&thread, nil, { raw in
-                    Unmanaged<LineSink>.fromOpaque(raw!).takeRetainedValue().drain()
-                    return nil
-                }, box)
-                pthread_detach(thread)
+                if lines.count < capacity { lines.append(line) }
+                return start
             }
-            guard lines.count < capacity else { return }
-            lines.append(line)
-            pthread_cond_signal(cond)
+            condition.broadcast()
+            if start { startThread { self.drain() } }
         }
 
         private func drain() {
             while true {
-                pthread_mutex_lock(mutex)
-                while lines.isEmpty { pthread_cond_wait(cond, mutex) }
-                let batch = lines.joined()
-                lines.removeAll(keepingCapacity: true)
-                writing = true
-                pthread_mutex_unlock(mutex)
+                let batch: String = condition.locked {
+                    while lines.isEmpty { condition.wait() }
+                    let batch = lines.joined()
+                    lines.removeAll(keepingCapacity: true)
+                    writing = true
+                    return batch
+                }
                 var bytes = Array(batch.utf8)
                 var offset = 0
                 while offset < bytes.count {
@@ -87,9 +80,8 @@ public struct StderrLogHandler: LogHandler {
                     offset += n
                 }
                 bytes.removeAll()
-                pthread_mutex_lock(mutex)
-                writing = false
-                pthread_mutex_unlock(mutex)
+                condition.locked { writing = false }
+                condition.broadcast()
             }
         }
 
@@ -97,13 +89,11 @@ public struct StderrLogHandler: LogHandler {
         /// every line written so far is out; the process calls it before it
         /// exits, so that its last lines are not lost.
         public func flush(waitingAtMost seconds: Double = 1) {
-            let deadline = DispatchTime.now() + seconds
-            while DispatchTime.now() < deadline {
-                pthread_mutex_lock(mutex)
-                let done = lines.isEmpty && !writing
-                pthread_mutex_unlock(mutex)
-                if done { return }
-                usleep(1_000)
+            let deadline = Condition.deadline(after: seconds)
+            condition.locked {
+                while !(lines.isEmpty && !writing) && !Condition.isPast(deadline) {
+                    condition.wait(until: deadline)
+                }
             }
         }
     }
