@@ -1545,7 +1545,7 @@ public enum EmbeddedSchemas {
     },
     "Args": {
       "title": "Args",
-      "description": "The server's arguments (after the executable; `serve` is the default command). The server runs in the transcript's folder, so relative paths (a config file, a `--replay-upstream` folder) are relative to the transcript. `${tmp}` stands for a fresh folder created for each replay and shared by its sessions (for `--state ${tmp}/state.json`). Default: no arguments, which serves ./nextpage.json of the transcript's folder if there is one, else the built-in demo. The recorder writes the arguments the session ran with, minus `--transcript F`.",
+      "description": "The server's arguments (after the executable; `serve` is the default command). The server runs in the transcript's folder, so relative paths (a config file, a `--replay-upstream` folder) are relative to the transcript. `${tmp}` stands for a fresh folder created for each replay and shared by its sessions (for `--state ${tmp}/state.json`). Default: no arguments, which serves ./nextpage.json of the transcript's folder if there is one, else the built-in demo. The recorder writes the arguments the session ran with, minus `--transcript F`, with the relative paths of `--config`, `--state`, `--record-upstream` and `--replay-upstream` rewritten to name the same files from the transcript's folder (and `--config` added for a ./nextpage.json read without it, when the transcript is written elsewhere than the working directory).",
       "type": "object",
       "required": ["args"],
       "additionalProperties": false,

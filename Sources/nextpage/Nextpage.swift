@@ -89,7 +89,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Exit when this process ends (the parent process is always watched).")
     var parentPid: Int32?
 
-    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
+    @Option(help: "Log level on stderr: trace, debug, info, notice, warning (warn), error (err), critical.")
     var logLevel: Logger.Level = .info
 
     @Option(help: ArgumentHelp(
@@ -154,7 +154,7 @@ struct Serve: AsyncParsableCommand {
         settings.connection.drainTimeout = drainTimeout
         settings.statePath = state
         settings.transcriptPath = transcript
-        settings.transcriptArguments = Self.argumentsForTranscript(Array(CommandLine.arguments.dropFirst()))
+        settings.transcriptArguments = transcript.map(argumentsForTranscript)
         let status: Int32
         // The log lines of the last moments go out before the process ends.
         defer { StderrLogHandler.LineSink.standardError.flush() }
@@ -173,17 +173,17 @@ struct Serve: AsyncParsableCommand {
         throw ExitCode(status)
     }
 
-    /// The arguments a replay of this session needs: these, without `--transcript F`.
-    static func argumentsForTranscript(_ arguments: [String]) -> [String] {
-        var kept: [String] = []
-        var skipNext = false
-        for argument in arguments {
-            if skipNext { skipNext = false; continue }
-            if argument == "--transcript" { skipNext = true; continue }
-            if argument.hasPrefix("--transcript=") { continue }
-            kept.append(argument)
-        }
-        return kept
+    /// The arguments a replay of this session needs (see `ReplayArguments`).
+    func argumentsForTranscript(_ transcriptPath: String) -> [String] {
+        let implicitConfig = config == nil && access(ServerLauncher.defaultConfigPath, F_OK) == 0 ? ServerLauncher.defaultConfigPath : nil
+        // Both folders as the kernel names them (links resolved), so that
+        // the path from one to the other holds.
+        let folder = ServerLauncher.directoryName(of: transcriptPath)
+        let name = transcriptPath.split(separator: "/").last.map(String.init) ?? transcriptPath
+        let resolved = realPath(folder).map { $0 + "/" + name } ?? transcriptPath
+        return ReplayArguments.forReplay(
+            Array(CommandLine.arguments.dropFirst()), transcriptPath: resolved,
+            workingDirectory: currentDirectory(), implicitConfig: implicitConfig)
     }
 }
 
@@ -231,7 +231,18 @@ struct Schema: ParsableCommand {
 
 extension FramingMode: ExpressibleByArgument {}
 
-extension Logger.Level: @retroactive ExpressibleByArgument {}
+extension Logger.Level: @retroactive ExpressibleByArgument {
+    /// A level by its name, in any case; `warn` and `err` (the names of
+    /// other tools' log levels) are `warning` and `error`.
+    public init?(argument: String) {
+        let name = argument.lowercased()
+        switch name {
+        case "warn": self = .warning
+        case "err": self = .error
+        default: self.init(rawValue: name)
+        }
+    }
+}
 
 func makeLogger(level: Logger.Level) -> Logger {
     LoggingSystem.bootstrap { label in StderrLogHandler(label: label, level: level) }
@@ -249,6 +260,20 @@ func makeDirectories(_ path: String) -> Bool {
     let parent = ServerLauncher.directoryName(of: path)
     if parent != path && parent != "." && parent != "/" && !makeDirectories(parent) { return false }
     return mkdir(path, 0o755) == 0 || isDirectory(path)
+}
+
+/// `path` absolute, with links resolved; nil when it does not exist.
+func realPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+}
+
+/// The working directory, absolute ("/" when it cannot be read).
+func currentDirectory() -> String {
+    guard let path = getcwd(nil, 0) else { return "/" }
+    defer { free(path) }
+    return String(cString: path)
 }
 
 func printError(_ message: String, newline: Bool = true) {

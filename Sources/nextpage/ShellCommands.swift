@@ -40,7 +40,7 @@ struct SessionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Answer http sources from the recordings in DIR/<collection>.jsonl instead of the network.", valueName: "DIR"))
     var replayUpstream: String?
 
-    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
+    @Option(help: "Log level on stderr: trace, debug, info, notice, warning (warn), error (err), critical.")
     var logLevel: Logger.Level = .warning
 
     func validate() throws {

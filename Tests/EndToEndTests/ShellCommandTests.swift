@@ -246,6 +246,15 @@ final class ShellCommandTests: EndToEndTestCase {
         XCTAssertEqual(usage.status, 64)
         XCTAssert(usage.stderr.hasPrefix("nextpage: --max-items must be at least 1\nUsage: nextpage all"), usage.stderr)
 
+        // Log levels by name in any case, with the short names other tools use.
+        for level in ["warn", "WARNING", "err", "debug"] {
+            let run = try runNextpage(["next", "c", "--log-level", level], in: directory)
+            XCTAssertEqual(run.status, 0, "--log-level \(level): \(run.stderr)")
+        }
+        let noLevel = try runNextpage(["next", "c", "--log-level", "loud"], in: directory)
+        XCTAssertEqual(noLevel.status, 64)
+        XCTAssert(noLevel.stderr.contains("'loud' is invalid for '--log-level"), noLevel.stderr)
+
         let serverState = try runNextpage(["--state", "corrupt.state"], in: directory, stdin: "")
         XCTAssertEqual(serverState.status, 3, "a server refuses to start with a corrupt state file")
         XCTAssertEqual(serverState.stdout, "")

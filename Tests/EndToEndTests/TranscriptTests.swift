@@ -61,6 +61,33 @@ final class TranscriptTests: EndToEndTestCase {
         XCTAssertEqual(try runNextpage(["replay", "session.transcript.jsonl"], in: directory).status, 0)
     }
 
+    func testATranscriptRecordedInAnotherFolderReplaysFromAnywhere() throws {
+        // The config and its pages below the working directory, the
+        // transcript in a folder of its own, named by relative paths.
+        let directory = try temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory + "/cfg/pages", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory + "/records", withIntermediateDirectories: true)
+        try writeFile(directory + "/cfg/pages/first.json", #"{"items": [{"id": 1}, {"id": 2}], "next": "p2"}"#)
+        try writeFile(directory + "/cfg/pages/p2.json", #"{"items": [{"id": 3}], "next": null}"#)
+        try writeFile(directory + "/cfg/x.json", #"{"collections": {"c": {"source": {"type": "file", "dir": "pages"}, "paging": {"strategy": "cursor", "next": "/next"}}}}"#)
+        let server = try startServer(arguments: ["--config", "cfg/x.json", "--transcript", "records/t.jsonl", "--state", "state.json"], in: directory)
+        try server.request("1", "loadNext", #"{"collection": "c"}"#)
+        _ = try server.reply("1")
+        try server.request("2", "loadNext", #"{"collection": "c"}"#)
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"c","items":[{"id":3}],"page":2,"hasNext":false,"lastId":null,"count":3}"#))
+        try server.finish()
+
+        let lines = try records(directory + "/records/t.jsonl")
+        XCTAssertEqual(lines.first, J(#"{"args":["--config","../cfg/x.json","--state","../state.json"]}"#), "paths from the transcript's folder")
+        // The replay's own state file starts afresh, as the recorded one did.
+        try FileManager.default.removeItem(atPath: directory + "/state.json")
+        for (path, folder) in [("records/t.jsonl", directory), ("t.jsonl", directory + "/records"), (directory + "/records/t.jsonl", "/")] {
+            let replay = try runNextpage(["replay", path], in: folder)
+            XCTAssertEqual(replay.status, 0, "replay \(path) in \(folder): " + replay.stdout + replay.stderr)
+            try? FileManager.default.removeItem(atPath: directory + "/state.json")
+        }
+    }
+
     func testRequestsSentTogetherAreReplayedTogether() throws {
         // A client sends a loadNext and a status in one write: the status is
         // answered while the page is still loading. A replay that sent them

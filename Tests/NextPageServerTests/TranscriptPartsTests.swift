@@ -6,6 +6,35 @@ import XCTest
 /// The parts of transcripts that need no process: reading records, the
 /// readable diff, matching keys, and redaction.
 final class TranscriptPartsTests: XCTestCase {
+    func testRecordedArgumentsNameTheSameFilesFromTheTranscriptsFolder() {
+        let typed = ["--config", "cfg/x.json", "--transcript", "out/t.jsonl", "--state=s.json", "--log-level", "debug",
+                     "--replay-upstream", "/abs/rec", "--record-upstream=./rec/../up"]
+        // Recorded in the working directory: as typed, less --transcript.
+        XCTAssertEqual(
+            ReplayArguments.forReplay(["--config", "cfg/x.json", "--transcript", "t.jsonl", "--transcript=u"], transcriptPath: "t.jsonl", workingDirectory: "/w"),
+            ["--config", "cfg/x.json"])
+        XCTAssertEqual(
+            ReplayArguments.forReplay(["--config", "x.json"], transcriptPath: "/w/./t.jsonl", workingDirectory: "/w"), ["--config", "x.json"])
+        // Recorded in a folder below: the paths climb out of it.
+        XCTAssertEqual(
+            ReplayArguments.forReplay(typed, transcriptPath: "out/t.jsonl", workingDirectory: "/w"),
+            ["--config", "../cfg/x.json", "--state=../s.json", "--log-level", "debug", "--replay-upstream", "/abs/rec", "--record-upstream=../up"])
+        // Elsewhere altogether, and ${tmp} left for the replay to fill.
+        XCTAssertEqual(
+            ReplayArguments.forReplay(["--config", "x.json", "--state", "${tmp}/s.json"], transcriptPath: "/tmp/r/t.jsonl", workingDirectory: "/home/u/p"),
+            ["--config", "../../home/u/p/x.json", "--state", "${tmp}/s.json"])
+        // Into a folder that holds the working directory.
+        XCTAssertEqual(
+            ReplayArguments.forReplay(["--config", "x.json"], transcriptPath: "../t.jsonl", workingDirectory: "/w/sub"),
+            ["--config", "sub/x.json"])
+        // A ./nextpage.json read without --config is named.
+        XCTAssertEqual(
+            ReplayArguments.forReplay(["--log-level", "info"], transcriptPath: "/tmp/t.jsonl", workingDirectory: "/w", implicitConfig: "nextpage.json"),
+            ["--log-level", "info", "--config", "../w/nextpage.json"])
+        XCTAssertEqual(
+            ReplayArguments.forReplay([], transcriptPath: "t.jsonl", workingDirectory: "/w", implicitConfig: "nextpage.json"), [])
+    }
+
     func testRecordsAreReadByTheirKeys() throws {
         let transcript = try Transcript.parse("""
             {"comment": "a session"}

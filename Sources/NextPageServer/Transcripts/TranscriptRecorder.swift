@@ -31,8 +31,8 @@ public final class TranscriptRecorder: MessageTap, @unchecked Sendable {
 
     /// Creates (or truncates) the transcript at `path` and writes its
     /// header. `arguments`: the server's arguments, recorded so that a
-    /// replay can start the same server (edit paths when the transcript
-    /// moves: they are relative to the transcript's folder on replay).
+    /// replay can start the same server (`ReplayArguments.forReplay`: paths
+    /// relative to the transcript's folder, where a replay starts it).
     public init(
         path: String, arguments: [String]?, collections: [(name: String, definition: CollectionDefinition)],
         validator: DefinitionValidator
