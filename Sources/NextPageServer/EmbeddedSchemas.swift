@@ -395,7 +395,7 @@ public enum EmbeddedSchemas {
     {
       "name": "loadAll",
       "summary": "Page through a collection to its end or a limit.",
-      "description": "Calls `loadNext` until the source ends, `maxItems` items or `maxPages` pages were loaded by this call (the page that reaches a limit is kept whole, so `count` may exceed `maxItems`), or a load fails. Each page is first sent as a `page` notification (params: the Page); when `progressToken` is given, `$/progress` notifications report `begin`, then `report` after each page, then `end` (also before an error reply or a cancellation). Continues from where the collection is: call `load` (or `reset`) first to start over. A failure after some pages is an error reply; the pages already notified stay loaded. `$/cancelRequest` with this request's id ends it at once with -32800 (a fetch in flight is abandoned and its page never lands); the pages already notified stay loaded, and the progress ends with `end` before that reply.",
+      "description": "Calls `loadNext` until the source ends, `maxItems` items or `maxPages` pages were loaded by this call (the page that reaches a limit is kept whole, so a call may load more than `maxItems` items), or a load fails. Each page is first sent as a `page` notification (params: the Page); when `progressToken` is given, `$/progress` notifications report `begin`, then `report` after each page, then `end` (also before an error reply or a cancellation). Continues from where the collection is: call `load` (or `reset`) first to start over. A failure after some pages is an error reply; the pages already notified stay loaded. `$/cancelRequest` with this request's id ends it at once with -32800 (a fetch in flight is abandoned and its page never lands); the pages already notified stay loaded, and the progress ends with `end` before that reply.",
       "paramStructure": "by-name",
       "params": [
         {
@@ -727,14 +727,14 @@ public enum EmbeddedSchemas {
       },
       "LoadAllResult": {
         "title": "LoadAllResult",
-        "description": "What `loadAll` did; every page it loaded was sent before as a `page` notification.",
+        "description": "Where the collection stands after `loadAll` (its State's `pages`, `count`, `hasNext` and `lastId`); every page the call loaded was sent before as a `page` notification.",
         "type": "object",
         "required": ["collection", "pages", "count", "hasNext", "lastId"],
         "additionalProperties": false,
         "properties": {
           "collection": {"$ref": "#/components/schemas/CollectionName"},
-          "pages": {"description": "Pages loaded by this call.", "type": "integer", "minimum": 0},
-          "count": {"description": "Items loaded by this call.", "type": "integer", "minimum": 0},
+          "pages": {"description": "Pages the collection has loaded since its last reset, as in its State (this call's pages and those before them).", "type": "integer", "minimum": 0},
+          "count": {"description": "Items the collection has loaded since its last reset, as in its State and in the last `page` notification.", "type": "integer", "minimum": 0},
           "hasNext": {
             "description": "false when the source was walked to its end; true when `maxItems` or `maxPages` stopped the call first (call `loadAll` or `loadNext` again to go on).",
             "type": "boolean"

@@ -198,9 +198,11 @@ public final class NextPageService: RPCHandler {
         }
         await collection.streamingDemand(-1)
         progress("end")
+        // Where the collection stands now, as `status` and the last page say
+        // (its pages and items since the last reset, not only this call's).
         return .object([
             "collection": .string(collection.name),
-            "pages": .integer(pages), "count": .integer(count),
+            "pages": .integer(state.pages), "count": .integer(state.count),
             "hasNext": .bool(state.hasNext), "lastId": state.lastId?.json ?? .null,
         ])
     }

@@ -41,7 +41,7 @@ final class LoadAllTests: EndToEndTestCase {
         // In `params._meta`, as MCP clients send it.
         try server.send(#"{"jsonrpc":"2.0","id":3,"method":"loadAll","params":{"collection":"demo","maxPages":1,"_meta":{"progressToken":7}}}"#)
         try expectMatch(server.nextMessage(), #"{"jsonrpc":"2.0","method":"$/progress","params":{"token":7,"value":{"kind":"begin","pages":0,"count":0}}}"#)
-        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"demo","pages":1,"count":"<int>","hasNext":"<bool>","lastId":"<any>"}"#))
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"demo","pages":3,"count":75,"hasNext":true,"lastId":"page-4"}"#))
         let progress = server.takeAll { $0["method"] == .string("$/progress") }
         XCTAssertEqual(progress.map { $0["params"]?["token"] }, [.int(7), .int(7)])
         XCTAssertEqual(server.takeAll { $0["method"] == .string("page") }.count, 1)
@@ -82,10 +82,11 @@ final class LoadAllTests: EndToEndTestCase {
         try server.request("3", "loadAll", #"{"collection": "c", "maxItems": 3}"#)
         try expectMatch(server.notification("page"), #"{"jsonrpc":"2.0","method":"page","params":{"collection":"c","items":[{"id":5},{"id":6}],"page":3,"hasNext":true,"lastId":"p4","count":6}}"#)
         try expectMatch(server.notification("page"), #"{"jsonrpc":"2.0","method":"page","params":{"collection":"c","items":[{"id":7},{"id":8}],"page":4,"hasNext":true,"lastId":"p5","count":8}}"#)
-        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","pages":2,"count":4,"hasNext":true,"lastId":"p5"}"#))
+        // The limits count this call's pages and items; the result says where the collection stands.
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"c","pages":4,"count":8,"hasNext":true,"lastId":"p5"}"#))
         try server.request("4", "loadAll", #"{"collection": "c", "maxPages": 1}"#)
         _ = try server.notification("page")
-        try expectMatch(server.reply("4"), rpcResult(4, #"{"collection":"c","pages":1,"count":2,"hasNext":false,"lastId":null}"#))
+        try expectMatch(server.reply("4"), rpcResult(4, #"{"collection":"c","pages":5,"count":10,"hasNext":false,"lastId":null}"#))
         try server.finish()
     }
 

@@ -113,7 +113,7 @@ final class StateFileTests: EndToEndTestCase {
             XCTAssertEqual(notification["params"]?["page"], .int(Int64(page)))
             delivered += notification["params"]?["items"]?.arrayValue?.compactMap { $0["id"]?.intValue } ?? []
         }
-        try expectMatch(restarted.reply("2"), rpcResult(2, #"{"collection":"c","pages":3,"count":9,"hasNext":false,"lastId":null}"#))
+        try expectMatch(restarted.reply("2"), rpcResult(2, #"{"collection":"c","pages":6,"count":18,"hasNext":false,"lastId":null}"#))
         XCTAssertEqual(delivered, Array(1...18), "every item exactly once")
         try restarted.finish()
     }

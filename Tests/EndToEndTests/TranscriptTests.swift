@@ -45,15 +45,15 @@ final class TranscriptTests: EndToEndTestCase {
         XCTAssertEqual(clean.lines.last, "replay: 1 passed, 0 failed")
 
         // Change what the server is expected to say: the replay names the line and the place.
-        let changed = text.replacingOccurrences(of: #"{"collection":"demo","pages":2,"count":50"#, with: #"{"collection":"demo","pages":2,"count":51"#)
+        let changed = text.replacingOccurrences(of: #"{"collection":"demo","pages":3,"count":75"#, with: #"{"collection":"demo","pages":3,"count":76"#)
         XCTAssertNotEqual(changed, text)
         try writeFile(path, changed)
-        let lineNumber = changed.split(separator: "\n").firstIndex { $0.contains(#""count":51"#) }! + 1
+        let lineNumber = changed.split(separator: "\n").firstIndex { $0.contains(#""count":76"#) }! + 1
         let failed = try runNextpage(["replay", "session.transcript.jsonl"], in: directory)
         XCTAssertEqual(failed.status, 1)
         XCTAssert(failed.stdout.contains("FAIL session.transcript.jsonl"), failed.stdout)
         XCTAssert(failed.stdout.contains("line \(lineNumber): reply to id 2 differs:"), failed.stdout)
-        XCTAssert(failed.stdout.contains("/result/count: expected 51, got 50"), failed.stdout)
+        XCTAssert(failed.stdout.contains("/result/count: expected 76, got 75"), failed.stdout)
 
         let updated = try runNextpage(["replay", "--update", "session.transcript.jsonl"], in: directory)
         XCTAssertEqual(updated.status, 0, updated.stdout)
