@@ -42,11 +42,17 @@ public struct ConfigError: Error, CustomStringConvertible {
 public enum ServerLauncher {
     public static let defaultConfigPath = "nextpage.json"
 
+    /// The config file a server reads: `configPath`, else `./nextpage.json`
+    /// when it exists; nil for the built-in demo.
+    public static func configFile(_ configPath: String?) -> String? {
+        if let configPath { return configPath }
+        return access(defaultConfigPath, F_OK) == 0 ? defaultConfigPath : nil
+    }
+
     /// The collections to serve: those of the config file, or the built-in
     /// demo when no path is given and `./nextpage.json` does not exist.
     public static func collections(configPath: String?) throws -> (collections: [(name: String, definition: CollectionDefinition)], validator: DefinitionValidator, source: String) {
-        let path = configPath ?? defaultConfigPath
-        if configPath == nil && access(path, F_OK) != 0 {
+        guard let path = configFile(configPath) else {
             return ([(Demo.name, Demo.definition)], DefinitionValidator(), "built-in demo")
         }
         let validator = DefinitionValidator(baseDirectory: directoryName(of: path))

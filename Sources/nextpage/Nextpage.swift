@@ -175,14 +175,12 @@ struct Serve: AsyncParsableCommand {
 
     /// The arguments a replay of this session needs (see `ReplayArguments`).
     func argumentsForTranscript(_ transcriptPath: String) -> [String] {
-        let implicitConfig = config == nil && access(ServerLauncher.defaultConfigPath, F_OK) == 0 ? ServerLauncher.defaultConfigPath : nil
+        let implicitConfig = config == nil ? ServerLauncher.configFile(nil) : nil
         // Both folders as the kernel names them (links resolved), so that
         // the path from one to the other holds.
         let folder = ServerLauncher.directoryName(of: transcriptPath)
-        let name = transcriptPath.split(separator: "/").last.map(String.init) ?? transcriptPath
-        let resolved = realPath(folder).map { $0 + "/" + name } ?? transcriptPath
         return ReplayArguments.forReplay(
-            Array(CommandLine.arguments.dropFirst()), transcriptPath: resolved,
+            Array(CommandLine.arguments.dropFirst()), transcriptFolder: realPath(folder) ?? folder,
             workingDirectory: currentDirectory(), implicitConfig: implicitConfig)
     }
 }

@@ -11,28 +11,28 @@ final class TranscriptPartsTests: XCTestCase {
                      "--replay-upstream", "/abs/rec", "--record-upstream=./rec/../up"]
         // Recorded in the working directory: as typed, less --transcript.
         XCTAssertEqual(
-            ReplayArguments.forReplay(["--config", "cfg/x.json", "--transcript", "t.jsonl", "--transcript=u"], transcriptPath: "t.jsonl", workingDirectory: "/w"),
+            ReplayArguments.forReplay(["--config", "cfg/x.json", "--transcript", "t.jsonl", "--transcript=u"], transcriptFolder: ".", workingDirectory: "/w"),
             ["--config", "cfg/x.json"])
         XCTAssertEqual(
-            ReplayArguments.forReplay(["--config", "x.json"], transcriptPath: "/w/./t.jsonl", workingDirectory: "/w"), ["--config", "x.json"])
+            ReplayArguments.forReplay(["--config", "x.json"], transcriptFolder: "/w/.", workingDirectory: "/w"), ["--config", "x.json"])
         // Recorded in a folder below: the paths climb out of it.
         XCTAssertEqual(
-            ReplayArguments.forReplay(typed, transcriptPath: "out/t.jsonl", workingDirectory: "/w"),
+            ReplayArguments.forReplay(typed, transcriptFolder: "out", workingDirectory: "/w"),
             ["--config", "../cfg/x.json", "--state=../s.json", "--log-level", "debug", "--replay-upstream", "/abs/rec", "--record-upstream=../up"])
         // Elsewhere altogether, and ${tmp} left for the replay to fill.
         XCTAssertEqual(
-            ReplayArguments.forReplay(["--config", "x.json", "--state", "${tmp}/s.json"], transcriptPath: "/tmp/r/t.jsonl", workingDirectory: "/home/u/p"),
+            ReplayArguments.forReplay(["--config", "x.json", "--state", "${tmp}/s.json"], transcriptFolder: "/tmp/r", workingDirectory: "/home/u/p"),
             ["--config", "../../home/u/p/x.json", "--state", "${tmp}/s.json"])
         // Into a folder that holds the working directory.
         XCTAssertEqual(
-            ReplayArguments.forReplay(["--config", "x.json"], transcriptPath: "../t.jsonl", workingDirectory: "/w/sub"),
+            ReplayArguments.forReplay(["--config", "x.json"], transcriptFolder: "..", workingDirectory: "/w/sub"),
             ["--config", "sub/x.json"])
         // A ./nextpage.json read without --config is named.
         XCTAssertEqual(
-            ReplayArguments.forReplay(["--log-level", "info"], transcriptPath: "/tmp/t.jsonl", workingDirectory: "/w", implicitConfig: "nextpage.json"),
+            ReplayArguments.forReplay(["--log-level", "info"], transcriptFolder: "/tmp", workingDirectory: "/w", implicitConfig: "nextpage.json"),
             ["--log-level", "info", "--config", "../w/nextpage.json"])
         XCTAssertEqual(
-            ReplayArguments.forReplay([], transcriptPath: "t.jsonl", workingDirectory: "/w", implicitConfig: "nextpage.json"), [])
+            ReplayArguments.forReplay([], transcriptFolder: ".", workingDirectory: "/w", implicitConfig: "nextpage.json"), [])
     }
 
     func testRecordsAreReadByTheirKeys() throws {

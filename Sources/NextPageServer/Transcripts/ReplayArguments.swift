@@ -13,18 +13,19 @@ public enum ReplayArguments {
     static let pathOptions: Set<String> = ["--config", "--state", "--record-upstream", "--replay-upstream"]
 
     /// `arguments` without `--transcript F`, with relative paths rewritten
-    /// for a server started in the folder of `transcriptPath`.
-    /// `workingDirectory` is absolute; `implicitConfig` is the config file
-    /// read without `--config` (`nextpage.json`), if any.
+    /// for a server started in `transcriptFolder` (the transcript's folder,
+    /// relative to `workingDirectory` or absolute). `workingDirectory` is
+    /// absolute; `implicitConfig` is the config file read without
+    /// `--config` (`nextpage.json`), if any.
     public static func forReplay(
-        _ arguments: [String], transcriptPath: String, workingDirectory: String, implicitConfig: String? = nil
+        _ arguments: [String], transcriptFolder: String, workingDirectory: String, implicitConfig: String? = nil
     ) -> [String] {
         let here = components(workingDirectory)
-        let folder = components(transcriptPath, in: here).dropLast()
-        let moved = Array(folder) != here
+        let folder = components(transcriptFolder, in: here)
+        let moved = folder != here
         func rebased(_ path: String) -> String {
             guard moved, !path.isEmpty, !path.hasPrefix("/"), !path.contains("${") else { return path }
-            return relative(from: Array(folder), to: components(path, in: here))
+            return relative(from: folder, to: components(path, in: here))
         }
 
         var kept: [String] = []
