@@ -27,6 +27,10 @@ public struct Paging: Sendable, Equatable {
     public var id: String?
     /// Pointer to a boolean that says whether there is more; the end test when given.
     public var hasNext: String?
+    /// Where a `lastId` collection whose `hasNext` was not given looks for
+    /// that boolean: `/has_more` (Stripe and its like). Only a boolean found
+    /// there counts; a page without one ends as it would without the pointer.
+    public var hasNextFallback: String?
     /// Pointer to the total number of items.
     public var total: String?
 
@@ -46,6 +50,7 @@ public struct Paging: Sendable, Equatable {
         self.nextFallback = next == nil && strategy == .nextUrl ? "/next" : nil
         self.id = id ?? (strategy == .lastId ? "/id" : nil)
         self.hasNext = hasNext
+        self.hasNextFallback = hasNext == nil && strategy == .lastId ? "/has_more" : nil
         self.total = total
     }
 

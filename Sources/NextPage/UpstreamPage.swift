@@ -176,6 +176,8 @@ public struct UpstreamPage: JSONDecodable {
                     pointer: hasNextPointer, message: "expected true or false at '\(hasNextPointer)'"))
             }
             page.hasNextFlag = value
+        } else if let fallback = paging.hasNextFallback, let value = root.pointer(fallback)?.bool {
+            page.hasNextFlag = value
         }
         if let totalPointer = paging.total {
             let found = root.pointer(totalPointer)

@@ -1023,7 +1023,7 @@ public enum EmbeddedSchemas {
             "$ref": "#/components/schemas/JSONPointer"
           },
           "hasNext": {
-            "description": "A boolean in the page saying whether there is more; when given, it is the end test for every strategy.",
+            "description": "A boolean in the page saying whether there is more; when given, it is the end test for every strategy. Without it, the lastId strategy reads a boolean at /has_more when the page has one.",
             "$ref": "#/components/schemas/JSONPointer"
           },
           "total": {
@@ -1428,7 +1428,7 @@ public enum EmbeddedSchemas {
           "$ref": "#/$defs/JSONPointer"
         },
         "hasNext": {
-          "description": "A boolean in the page saying whether there is more; when given, it is the end test for every strategy.",
+          "description": "A boolean in the page saying whether there is more; when given, it is the end test for every strategy. Without it, the lastId strategy reads a boolean at /has_more when the page has one.",
           "$ref": "#/$defs/JSONPointer"
         },
         "total": {

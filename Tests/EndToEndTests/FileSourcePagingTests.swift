@@ -50,6 +50,41 @@ final class FileSourcePagingTests: EndToEndTestCase {
         try server.finish()
     }
 
+    /// SPEC §5: `lastId` "ends by a `hasNext` pointer (`/has_more`)": without
+    /// a `hasNext` of its own, a `lastId` collection reads a boolean
+    /// `/has_more` (Stripe's lists), so a full last page asks for nothing more.
+    func testLastIdStrategyEndsOnHasMoreWithoutAHasNextPointer() throws {
+        let server = try startServer(
+            config: #"""
+                {"collections": {
+                  "stripe": {"source": {"type": "file", "dir": "s"}, "paging": {"strategy": "lastId", "items": "/data"}},
+                  "plain": {"source": {"type": "file", "dir": "p"}, "paging": {"strategy": "lastId"}}
+                }}
+                """#,
+            files: [
+                "s/first.json": #"{"object": "list", "data": [{"id": "cus_1"}, {"id": "cus_2"}], "has_more": true}"#,
+                "s/cus_2.json": #"{"object": "list", "data": [{"id": "cus_3"}, {"id": "cus_4"}], "has_more": false}"#,
+                // A has_more that is not a boolean is no end test: the page goes on as before.
+                "p/first.json": #"{"items": [{"id": 1}, {"id": 2}], "has_more": "unknown"}"#,
+                "p/2.json": #"{"items": []}"#,
+            ])
+        try server.request("1", "loadNext", #"{"collection": "stripe"}"#)
+        try expectMatch(server.reply("1"), rpcResult(1, #"{"collection":"stripe","items":[{"id":"cus_1"},{"id":"cus_2"}],"page":1,"hasNext":true,"lastId":"cus_2","count":2}"#))
+        try server.request("2", "loadNext", #"{"collection": "stripe"}"#)
+        try expectMatch(server.reply("2"), rpcResult(2, #"{"collection":"stripe","items":[{"id":"cus_3"},{"id":"cus_4"}],"page":2,"hasNext":false,"lastId":null,"count":4}"#))
+        // No page after the last is asked for (there is no s/cus_4.json: asking would fail).
+        try server.request("3", "loadNext", #"{"collection": "stripe"}"#)
+        try expectMatch(server.reply("3"), rpcResult(3, #"{"collection":"stripe","items":[],"page":"<int>","hasNext":false,"lastId":null,"count":4}"#))
+        try server.request("4", "status", #"{"collection": "stripe"}"#)
+        try expectMatch(server.reply("4"), rpcResult(4, #"{"collection":"stripe","hasNext":false,"isLoading":false,"lastId":null,"count":4,"pages":2,"lastError":null}"#))
+
+        try server.request("5", "loadNext", #"{"collection": "plain"}"#)
+        try expectMatch(server.reply("5"), rpcResult(5, #"{"collection":"plain","items":[{"id":1},{"id":2}],"page":1,"hasNext":true,"lastId":2,"count":2}"#))
+        try server.request("6", "loadNext", #"{"collection": "plain"}"#)
+        try expectMatch(server.reply("6"), rpcResult(6, #"{"collection":"plain","items":[],"page":2,"hasNext":false,"lastId":null,"count":2}"#))
+        try server.finish()
+    }
+
     func testLastIdStrategyEndsOnShortPage() throws {
         let server = try startServer(
             config: #"""

@@ -40,6 +40,30 @@ final class PageDecodingRegressionTests: XCTestCase {
         return nil
     }
 
+    /// A `lastId` collection without a `hasNext` pointer reads a boolean
+    /// `/has_more` beside its items; both decoders read it alike, and leave
+    /// anything else there alone.
+    func testBothDecodersReadLastIdsHasMoreAlike() throws {
+        let paging = Paging(strategy: .lastId, items: "/data")
+        let request = PageRequest(cursor: nil, isFirstPage: true, paging: paging, options: CollectionOptions())
+        let cases: [(String, Bool?)] = [
+            (#"{"data": [{"id": "a"}], "has_more": false}"#, false),
+            (#"{"has_more": true, "data": [{"id": "a"}]}"#, true),
+            (#"{"data": [{"id": "a"}], "has_more": "no"}"#, nil),
+            (#"{"data": [{"id": "a"}]}"#, nil),
+        ]
+        for (body, expected) in cases {
+            let response = UpstreamResponse(body: Array(body.utf8))
+            let scanned = try XCTUnwrap(UpstreamPage.decodeScanned(response, paging: paging, wantsIds: false), body)
+            let whole = try UpstreamPage.decodeWhole(response.body, headers: [], paging: paging, wantsIds: false)
+            XCTAssertEqual(scanned.hasNextFlag, expected, body)
+            XCTAssertEqual(whole.hasNextFlag, expected, body)
+            var page = try UpstreamPage.decode(response, for: request)
+            try page.completeChecks()
+            XCTAssertEqual(page.hasNextFlag, expected, body)
+        }
+    }
+
     /// jansson skips a NUL byte right after a number or a literal (`[3\0]`
     /// parses as `[3]`), so the scanner must not vouch for one: it used to
     /// forward the NUL inside an item, and, when whitespace came before the

@@ -91,6 +91,30 @@ final class StrategyTests: XCTestCase {
                        Advance(next: .integer(1), hasNext: true), "has_more true continues after a short page")
     }
 
+    func testLastIdReadsHasMoreWhenNoHasNextPointerIsGiven() throws {
+        let paging = Paging(strategy: .lastId)
+        XCTAssertEqual(paging.hasNext, nil)
+        XCTAssertEqual(paging.hasNextFallback, "/has_more")
+        XCTAssertEqual(try advance(#"{"items": [{"id": 1}, {"id": 2}], "has_more": false}"#, paging).hasNext,
+                       false, "has_more false ends a page that nothing else ends")
+        XCTAssertEqual(try advance(#"{"items": [{"id": 1}], "has_more": true}"#, paging, pageSize: 3),
+                       Advance(next: .integer(1), hasNext: true), "has_more true continues after a short page")
+        // Anything but a boolean there, or nothing, leaves the end to the other rules; no error.
+        for other in [#""yes""#, "1", "null", "{}"] {
+            XCTAssertEqual(try advance(#"{"items": [{"id": 1}, {"id": 2}], "has_more": \#(other)}"#, paging),
+                           Advance(next: .integer(2), hasNext: true), other)
+        }
+        XCTAssertEqual(try advance(#"{"items": [{"id": 1}, {"id": 2}]}"#, paging), Advance(next: .integer(2), hasNext: true))
+        // A hasNext pointer of the collection's own is the only end test then.
+        let own = Paging(strategy: .lastId, hasNext: "/more")
+        XCTAssertEqual(own.hasNextFallback, nil)
+        XCTAssertEqual(try advance(#"{"items": [{"id": 1}], "has_more": false, "more": true}"#, own).hasNext, true)
+        // Other strategies read no has_more of their own accord.
+        XCTAssertEqual(Paging(strategy: .cursor).hasNextFallback, nil)
+        XCTAssertEqual(try advance(#"{"items": [1], "next_cursor": "c", "has_more": false}"#, Paging(strategy: .cursor)),
+                       Advance(next: .string("c"), hasNext: true))
+    }
+
     // MARK: page
 
     func testPageStrategy() throws {
