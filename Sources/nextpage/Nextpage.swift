@@ -72,6 +72,7 @@ struct Nextpage: AsyncParsableCommand {
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Serve JSON-RPC on stdin/stdout (the default command).")
 
     @Option(help: "Config file defining the collections (default: ./nextpage.json when it exists, else the built-in demo).")
@@ -211,7 +212,7 @@ struct CheckConfig: ParsableCommand {
 }
 
 struct Schema: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print one of nextpage's JSON schemas.")
+    static let configuration = CommandConfiguration(commandName: "schema", abstract: "Print one of nextpage's JSON schemas.")
 
     enum Name: String, ExpressibleByArgument, CaseIterable { case openrpc, config, transcript }
 

@@ -11,6 +11,7 @@ struct Replay: ParsableCommand {
     static func count(_ n: Int, _ noun: String) -> String { n == 1 ? "1 \(noun)" : "\(n) \(noun)s" }
 
     static let configuration = CommandConfiguration(
+        commandName: "replay",
         abstract: "Replay transcripts against fresh servers and show every difference.",
         discussion: """
             Each transcript runs against a fresh `nextpage` (this executable) started in the transcript's \

@@ -73,6 +73,7 @@ struct SessionOptions: ParsableArguments {
 
 struct Next: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "next",
         abstract: "Print the next page of a collection as one line of JSON (a loadNext).",
         discussion: """
             With --state F the cursor is kept in F, so each run prints the page after the last one:
@@ -103,6 +104,7 @@ struct Next: AsyncParsableCommand {
 
 struct All: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "all",
         abstract: "Print every item of a collection, one line of compact JSON each, as the source wrote it (a loadAll).",
         discussion: """
             Continues from where the collection stands (with --state, from the saved cursor) to the end of \
@@ -187,6 +189,7 @@ struct All: AsyncParsableCommand {
 
 struct Reset: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "reset",
         abstract: "Reset a collection (with --state, its saved cursor too) and print its fresh State.")
 
     @Argument(help: "The collection.")
