@@ -21,6 +21,17 @@ ensure_build_packages() {
   ensure_apt_packages libjansson-dev pkg-config libmimalloc-dev
 }
 
+# The release build of the nextpage executable, as it is meant to be run:
+# with the Swift runtime and standard libraries linked in
+# (--static-swift-stdlib; README, "Building for use"). Extra arguments go
+# to swift build. release_bin prints where the executable is.
+build_release() {
+  swift build -c release --static-swift-stdlib --product nextpage "$@"
+}
+release_bin() {
+  echo "$(swift build -c release --static-swift-stdlib --show-bin-path)/nextpage"
+}
+
 # A Python module, installed from PyPI when it cannot be imported.
 ensure_python_module() {
   local module="$1" package="${2:-$1}"
