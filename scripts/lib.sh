@@ -25,11 +25,19 @@ ensure_build_packages() {
 # with the Swift runtime and standard libraries linked in
 # (--static-swift-stdlib; README, "Building for use"). Extra arguments go
 # to swift build. release_bin prints where the executable is.
+# A toolchain without the static libraries (lib/swift_static) gets the
+# shared-library build instead, with a note on stderr.
 build_release() {
-  swift build -c release --static-swift-stdlib --product nextpage "$@"
+  swift build -c release --static-swift-stdlib --product nextpage "$@" && return 0
+  if [ ! -d "$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")/lib/swift_static" ]; then
+    echo "note: this Swift toolchain has no static libraries (lib/swift_static); building with the shared ones" >&2
+    swift build -c release --product nextpage "$@"
+    return
+  fi
+  return 1
 }
 release_bin() {
-  echo "$(swift build -c release --static-swift-stdlib --show-bin-path)/nextpage"
+  echo "$(swift build -c release --show-bin-path)/nextpage"
 }
 
 # A Python module, installed from PyPI when it cannot be imported.
