@@ -30,7 +30,9 @@ public struct Paging: Sendable, Equatable {
     /// Where a `lastId` collection whose `hasNext` was not given looks for
     /// that boolean: `/has_more` (Stripe and its like). Only a boolean found
     /// there counts; a page without one ends as it would without the pointer.
-    public var hasNextFallback: String?
+    public var hasNextFallback: String? {
+        hasNext == nil && strategy == .lastId ? "/has_more" : nil
+    }
     /// Pointer to the total number of items.
     public var total: String?
 
@@ -50,7 +52,6 @@ public struct Paging: Sendable, Equatable {
         self.nextFallback = next == nil && strategy == .nextUrl ? "/next" : nil
         self.id = id ?? (strategy == .lastId ? "/id" : nil)
         self.hasNext = hasNext
-        self.hasNextFallback = hasNext == nil && strategy == .lastId ? "/has_more" : nil
         self.total = total
     }
 
