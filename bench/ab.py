@@ -12,27 +12,25 @@ the builds spreads the machine's drift over both; a change worth keeping
 shows in the per-pair ratio, not in one run.
 """
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+
+from measure import run_once
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+TIMEOUT = 600
 
 
 def run(binary, workload, out_path):
-    with open(os.path.join(DATA, f"{workload}.requests.jsonl"), "rb") as requests, open(out_path, "wb") as out:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        process = subprocess.run([binary, "--config", "config.json"], stdin=requests, stdout=out,
-                                 stderr=subprocess.DEVNULL, cwd=DATA)
-        wall = time.perf_counter() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if process.returncode != 0:
-        sys.exit(f"ab: {binary} exited with status {process.returncode}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    """One run, as scripts/bench makes it (bench/measure.py): wall and CPU seconds."""
+    wall, _, cpu, code, timed_out = run_once([binary, "--config", "config.json"], DATA,
+                                             os.path.join(DATA, f"{workload}.requests.jsonl"), out_path,
+                                             TIMEOUT, "wait4")
+    if timed_out or code != 0:
+        sys.exit(f"ab: {binary} " + (f"timed out after {TIMEOUT} s" if timed_out else f"exited with status {code}")
+                 + f" (stderr: {out_path}.stderr)")
+    return wall, cpu
 
 
 def main():
@@ -61,7 +59,8 @@ def main():
     if b:
         print(f"B: median wall {median(r[0] for r in runs_b):.3f} s, CPU {median(r[1] for r in runs_b):.3f} s; "
               f"median of B/A CPU per pair {median(ratios):.4f}")
-    os.unlink(out_path)
+    for path in (out_path, out_path + ".stderr"):
+        os.unlink(path)
 
 
 if __name__ == "__main__":

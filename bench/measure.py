@@ -57,6 +57,11 @@ def rss_floor_kib():
 
 
 def run_once(cmd, cwd, stdin_path, out_path, timeout, method):
+    """Runs `cmd` once, stdin from `stdin_path`, stdout to `out_path`.
+
+    Returns (wall seconds, peak RSS KiB, CPU seconds (user + system, the
+    process and what it waited for), exit code, whether it timed out).
+    """
     rss_file = out_path + ".rss"
     if method == "time":
         cmd = [GNU_TIME, "-f", "%M", "-o", rss_file, "--"] + list(cmd)
@@ -96,7 +101,8 @@ def run_once(cmd, cwd, stdin_path, out_path, timeout, method):
             os.remove(rss_file)
         if maxrss is None:
             maxrss = rusage.ru_maxrss
-    return wall, maxrss, proc.returncode, bool(timed_out)
+    cpu = rusage.ru_utime + rusage.ru_stime
+    return wall, maxrss, cpu, proc.returncode, bool(timed_out)
 
 
 def cmd_run(args):
@@ -111,7 +117,7 @@ def cmd_run(args):
     done, failed_before = len(walls), len(failures)
     total = max(args.of or 0, done + args.runs)
     for i in range(done, done + args.runs):
-        wall, maxrss, code, timed_out = run_once(args.cmd, args.cwd, args.stdin, args.out,
+        wall, maxrss, _, code, timed_out = run_once(args.cmd, args.cwd, args.stdin, args.out,
                                                  args.timeout, method)
         walls.append(wall)
         rss.append(maxrss)
