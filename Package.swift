@@ -36,6 +36,11 @@ let package = Package(
         .target(name: "JanssonArena", dependencies: ["CJansson"]),
         .target(name: "Jansson", dependencies: ["CJansson", "JanssonArena"]),
         .target(name: "JSONRPC", dependencies: ["Jansson"]),
+        // Schemas/*.json, compiled in as byte arrays (no resource bundle to install beside the binary).
+        .target(
+            name: "NextPageSchemas", path: "Schemas", sources: ["EmbeddedSchemas.swift"],
+            resources: [.embedInCode("openrpc.json"), .embedInCode("config.schema.json"), .embedInCode("transcript.schema.json")]
+        ),
         .target(
             name: "NextPage",
             dependencies: [
@@ -52,14 +57,14 @@ let package = Package(
         .target(
             name: "NextPageServer",
             dependencies: [
-                "NextPage", "JSONRPC", "Jansson",
+                "NextPage", "JSONRPC", "Jansson", "NextPageSchemas",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "nextpage",
             dependencies: [
-                "NextPageServer", "JSONRPC", "NextPage",
+                "NextPageServer", "JSONRPC", "NextPage", "NextPageSchemas",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,6 +1,7 @@
 import Jansson
 import JSONRPC
 import Logging
+import NextPageSchemas
 import NextPage
 
 /// The named collections of one server and the RPC methods of SPEC §3.

@@ -4,6 +4,7 @@ import Glibc
 #endif
 import JSONRPC
 import Logging
+import NextPageSchemas
 import NextPageServer
 
 @main
@@ -221,9 +222,9 @@ struct Schema: ParsableCommand {
 
     func run() throws {
         switch name {
-        case .openrpc: print(EmbeddedSchemas.openrpc)
-        case .config: print(EmbeddedSchemas.config)
-        case .transcript: print(EmbeddedSchemas.transcript)
+        case .openrpc: print(EmbeddedSchemas.openrpc, terminator: "")
+        case .config: print(EmbeddedSchemas.config, terminator: "")
+        case .transcript: print(EmbeddedSchemas.transcript, terminator: "")
         }
     }
 }
