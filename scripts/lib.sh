@@ -67,3 +67,17 @@ if ids != list(range(1, 251)):
 print(f"{name}: 250 demo items, each exactly once")
 PY
 }
+
+# A Python virtual environment at DIR (created when missing) with the
+# packages REQUIREMENT... installed; prints DIR/bin/python. For clients a
+# test needs in versions of their own (the MCP SDK's 1.x and 2.x).
+ensure_venv() {
+  local dir="$1"
+  shift
+  if [ ! -x "$dir/bin/python" ]; then
+    echo "creating $dir: $*" >&2
+    python3 -m venv "$dir" >&2
+  fi
+  "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "$@" >&2
+  echo "$dir/bin/python"
+}
