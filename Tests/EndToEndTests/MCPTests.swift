@@ -174,6 +174,13 @@ final class MCPTests: EndToEndTestCase {
         try server.request("2", "tools/call", #"{"name": "loadAll", "arguments": {"collection": "demo"}, "_meta": {"progressToken": 9}}"#)
         try expectMatch(server.reply("2"), rpcResult(2, #"{"content": "<any>", "structuredContent": {"collection": "demo", "pages": 10, "count": 250, "hasNext": false, "lastId": null}, "isError": false}"#))
         XCTAssertEqual(server.takeAll { $0["method"] == .string("notifications/progress") }.last?["params"]?["progress"], .int(250))
+        // items' limit defaults to 100 in a tool call; asked for, any limit holds.
+        try server.request("3", "tools/call", #"{"name": "items", "arguments": {"collection": "demo", "fields": ["/id"]}}"#)
+        let slice = try XCTUnwrap(server.reply("3")["result"]?["structuredContent"])
+        XCTAssertEqual(slice["items"]?.arrayValue?.count, 100)
+        XCTAssertEqual(slice["count"], .int(250))
+        try server.request("4", "tools/call", #"{"name": "items", "arguments": {"collection": "demo", "offset": 240, "limit": 500}}"#)
+        XCTAssertEqual(try server.reply("4")["result"]?["structuredContent"]?["items"]?.arrayValue?.count, 10)
         server.closeInput()
         try server.finish()
     }
