@@ -48,6 +48,16 @@ ensure_python_module() {
   python3 -m pip install --quiet "$package" >&2 || python3 -m pip install --quiet --break-system-packages "$package" >&2
 }
 
+# The editors whose JSON-RPC clients Tests/Editors drives: Neovim (its
+# vim.lsp.rpc client) and Emacs (jsonrpc.el, Eglot's transport), from Debian
+# when the command is missing (an nvim or emacs already installed is used).
+ensure_editors() {
+  local packages=()
+  command -v nvim > /dev/null || packages+=(neovim)
+  command -v emacs > /dev/null || packages+=(emacs-nox)
+  [ ${#packages[@]} -eq 0 ] || ensure_apt_packages "${packages[@]}"
+}
+
 # jq, which scripts/examples/coproc.sh uses to read replies.
 ensure_jq() {
   ensure_apt_packages jq
