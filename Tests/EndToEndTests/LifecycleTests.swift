@@ -213,10 +213,14 @@ final class LifecycleTests: EndToEndTestCase {
     }
 
     /// A peer that stops reading its replies: the server's last writes block.
+    static let repliesNobodyReads = 100
+
     private func startServerNobodyReads(_ arguments: [String]) throws -> ServerHarness {
         let server = try startServer(arguments: arguments.contains("--drain-timeout") ? arguments : ["--drain-timeout", "1"] + arguments)
         server.pauseReading()
-        for index in 0..<400 { try server.request("\(index)", "rpc.discover") }
+        // Each reply is the OpenRPC document (tens of kilobytes): far more
+        // than the pipe and the server's 1 MiB of pending output hold.
+        for index in 0..<Self.repliesNobodyReads { try server.request("\(index)", "rpc.discover") }
         XCTAssertTrue(server.waitUntilStdoutIsFull(timeout: 20), "the replies fill the pipe")
         return server
     }
@@ -275,7 +279,7 @@ final class LifecycleTests: EndToEndTestCase {
         server.closeInput()
         usleep(1_000_000)
         server.resumeReading()
-        for index in 0..<400 { XCTAssertNotNil(try server.reply("\(index)")["result"]) }
+        for index in 0..<Self.repliesNobodyReads { XCTAssertNotNil(try server.reply("\(index)")["result"]) }
         XCTAssertEqual(try server.waitForExit(timeout: 30), 0)
         try server.finish()
     }
