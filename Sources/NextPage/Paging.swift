@@ -20,59 +20,42 @@ public struct Paging: Sendable, Equatable {
     public var items: String
     /// Pointer to the next cursor (`cursor`) or next URL (`nextUrl`).
     public var next: String?
-    /// Where the next URL is read when `next` holds nothing (missing or
-    /// null): `/next`, for a `nextUrl` collection whose `next` was not given.
+    /// Where the next cursor is read when `next` holds nothing (missing or
+    /// null) and was not given (`PagingStrategy.nextFallback`: `/next` for `nextUrl`).
     public var nextFallback: String?
     /// Pointer into an item to its id (`lastId` strategy, `dedupe`).
     public var id: String?
     /// Pointer to a boolean that says whether there is more; the end test when given.
     public var hasNext: String?
-    /// Where a `lastId` collection whose `hasNext` was not given looks for
-    /// that boolean: `/has_more` (Stripe and its like). Only a boolean found
-    /// there counts; a page without one ends as it would without the pointer.
+    /// Where the strategy looks for that boolean when `hasNext` was not
+    /// given (`PagingStrategy.hasNextFallback`: `/has_more` for `lastId`,
+    /// Stripe and its like). Only a boolean found there counts; a page
+    /// without one ends as it would without the pointer.
     public var hasNextFallback: String? {
-        hasNext == nil && strategy == .lastId ? "/has_more" : nil
+        hasNext == nil ? strategy.implementation.hasNextFallback : nil
     }
     /// Pointer to the total number of items.
     public var total: String?
 
+    /// Missing fields take the strategy's defaults (`PagingStrategy`).
     public init(
         strategy: Strategy, param: String? = nil, limitParam: String? = nil, start: Int64? = nil,
         bodyPointer: String? = nil, header: String? = nil, items: String = "/items",
         next: String? = nil, id: String? = nil, hasNext: String? = nil, total: String? = nil
     ) {
+        let implementation = strategy.implementation
         self.strategy = strategy
-        self.param = param ?? Paging.defaultParam(strategy)
+        self.param = param ?? implementation.defaultParam
         self.limitParam = limitParam ?? "limit"
-        self.start = start ?? (strategy == .offset ? 0 : 1)
+        self.start = start ?? implementation.defaultStart
         self.bodyPointer = bodyPointer
         self.header = header
         self.items = items
-        self.next = next ?? Paging.defaultNext(strategy)
-        self.nextFallback = next == nil && strategy == .nextUrl ? "/next" : nil
-        self.id = id ?? (strategy == .lastId ? "/id" : nil)
+        self.next = next ?? implementation.defaultNext
+        self.nextFallback = next == nil ? implementation.nextFallback : nil
+        self.id = id ?? implementation.defaultId
         self.hasNext = hasNext
         self.total = total
-    }
-
-    /// The query parameter a strategy uses when `param` is not given.
-    public static func defaultParam(_ strategy: Strategy) -> String {
-        switch strategy {
-        case .cursor, .link, .nextUrl: return "cursor"
-        case .lastId: return "since_id"
-        case .page: return "page"
-        case .offset: return "offset"
-        }
-    }
-
-    /// The `next` pointer a strategy uses when none is given (for
-    /// `nextUrl`, then `nextFallback`: SPEC's "`/links/next`, `/next`").
-    public static func defaultNext(_ strategy: Strategy) -> String? {
-        switch strategy {
-        case .cursor: return "/next_cursor"
-        case .nextUrl: return "/links/next"
-        default: return nil
-        }
     }
 }
 

@@ -102,7 +102,7 @@ public struct UpstreamPage: JSONDecodable {
             else { return false }
             do {
                 try readFacts(root, into: &page, paging: paging)
-                if let idPointer = paging.id, paging.strategy == .lastId, !items.isEmpty {
+                if let idPointer = paging.id, paging.strategy.implementation.needsLastItemId, !items.isEmpty {
                     let last = try JSON.parse(Array(items.array[items.span(items.count - 1)]))
                     page.lastItemId = try readCursor(last.pointer(idPointer), at: idPointer, required: true)
                 }
@@ -144,7 +144,7 @@ public struct UpstreamPage: JSONDecodable {
                 if wantsIds {
                     page.ids = try elements.map { try readCursor($0.pointer(idPointer), at: idPointer, required: false) }
                 }
-                if paging.strategy == .lastId, let last = elements.last {
+                if paging.strategy.implementation.needsLastItemId, let last = elements.last {
                     page.lastItemId = try readCursor(last.pointer(idPointer), at: idPointer, required: true)
                 }
             }
@@ -155,7 +155,7 @@ public struct UpstreamPage: JSONDecodable {
 
     /// Whether the strategy reads its next cursor from `paging.next`.
     static func readsNext(_ paging: Paging) -> Bool {
-        paging.strategy == .cursor || paging.strategy == .nextUrl
+        paging.strategy.implementation.readsNext
     }
 
     /// Reads the next cursor, `hasNext` and `total` from the page.

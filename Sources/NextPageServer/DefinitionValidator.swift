@@ -124,11 +124,12 @@ public struct DefinitionValidator: Sendable {
               let strategy = Paging.Strategy(rawValue: strategyName) else {
             throw DefinitionError(field: "\(pagingPath).strategy", expected: "one of \(strategyNames.joined(separator: ", "))")
         }
-        if strategy == .link, case .file = source {
-            throw DefinitionError(field: "\(pagingPath).strategy", expected: "a strategy the file source can serve (link reads HTTP headers)")
-        }
-        if strategy == .link, case .command = source {
-            throw DefinitionError(field: "\(pagingPath).strategy", expected: "a strategy the command source can serve (link reads HTTP headers)")
+        if let reason = strategy.implementation.needsResponseHeaders {
+            switch source {
+            case .file: throw DefinitionError(field: "\(pagingPath).strategy", expected: "a strategy the file source can serve (\(reason))")
+            case .command: throw DefinitionError(field: "\(pagingPath).strategy", expected: "a strategy the command source can serve (\(reason))")
+            case .http, .bundled: break
+            }
         }
         if case .http(let http) = source {
             try validateCursorPlacement(pagingJSON, strategy: strategy, source: http, pagingPath: pagingPath, sourcePath: field("source"))
@@ -275,7 +276,7 @@ extension DefinitionValidator {
         if bodyPointer != nil && header != nil {
             throw DefinitionError(field: "\(pagingPath).header", expected: "either bodyPointer or header, not both")
         }
-        if HTTPPageClient.cursorIsURL(strategy) {
+        if strategy.implementation.cursorIsURL {
             if bodyPointer != nil {
                 throw DefinitionError(field: "\(pagingPath).bodyPointer", expected: "no bodyPointer with the \(strategy.rawValue) strategy (its cursor is the next URL)")
             }

@@ -22,14 +22,9 @@ extension HTTPPageClient {
         }
     }
 
-    /// Whether a strategy's cursor is the URL of the next page (`link`, `nextUrl`).
-    public static func cursorIsURL(_ strategy: Paging.Strategy) -> Bool {
-        strategy == .link || strategy == .nextUrl
-    }
-
     /// The request that fetches the page `request` names.
     ///
-    /// For `link` and `nextUrl` a cursor is a URL, requested exactly as given
+    /// For `link` and `nextUrl` (strategies whose `cursorIsURL`) a cursor is a URL, requested exactly as given
     /// (relative URLs resolved against the URL that answered last; bytes
     /// that can never appear in a URL percent-encoded) with the source's
     /// method, headers and body. Otherwise the request goes to `source.url`
@@ -37,7 +32,7 @@ extension HTTPPageClient {
     /// `paging` says: query parameter values are percent-encoded outside
     /// `A-Z a-z 0-9 - . _ ~`, bodies and headers carry the cursor verbatim (a
     /// JSON string, or a number for `page` and `offset`). `pageSize` goes as
-    /// `pageSizeParam`, and as `paging.limitParam` for `offset`; the cursor
+    /// `pageSizeParam`, and as `paging.limitParam` for `offset` (`sendsLimit`); the cursor
     /// and the page size replace a `source.query` item of the same name. A next-page
     /// URL (`link`, `nextUrl`) is followed as given, except that it gets
     /// `pageSizeParam` when it lacks one, so every request asks for `pageSize`.
@@ -55,7 +50,7 @@ extension HTTPPageClient {
             body = source.body.flatMap { try? $0.parsed() } ?? (paging.bodyPointer != nil ? JSON.object() : nil)
         }
         let url: String
-        if Self.cursorIsURL(paging.strategy), let cursor = request.cursor {
+        if paging.strategy.implementation.cursorIsURL, let cursor = request.cursor {
             let base = lastURL.withLockedValue { $0 } ?? source.url
             var next = HTTPURL.resolve(cursor.text, against: base)
             if let size = request.pageSize, let name = request.pageSizeParam, !HTTPURL.hasQueryItem(named: name, in: next) {
@@ -100,8 +95,9 @@ extension HTTPPageClient {
                 }
             }
             if let size = request.pageSize {
-                if paging.strategy == .offset { set(paging.limitParam, String(size)) }
-                if let name = request.pageSizeParam, !(paging.strategy == .offset && name == paging.limitParam) {
+                let sendsLimit = paging.strategy.implementation.sendsLimit
+                if sendsLimit { set(paging.limitParam, String(size)) }
+                if let name = request.pageSizeParam, !(sendsLimit && name == paging.limitParam) {
                     set(name, String(size))
                 }
             }
