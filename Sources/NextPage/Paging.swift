@@ -20,6 +20,10 @@ public struct Paging: Sendable, Equatable {
     public var items: String
     /// Pointer to the next cursor (`cursor`) or next URL (`nextUrl`).
     public var next: String?
+    /// Response header that carries the next cursor (or URL) instead of the
+    /// page (`X-Next-Cursor`), for strategies that read one (`readsNext`):
+    /// `next` is then not read; a missing or empty header is the end.
+    public var nextHeader: String?
     /// Where the next cursor is read when `next` holds nothing (missing or
     /// null) and was not given (`PagingStrategy.nextFallback`: `/next` for `nextUrl`).
     public var nextFallback: String?
@@ -41,7 +45,7 @@ public struct Paging: Sendable, Equatable {
     public init(
         strategy: Strategy, param: String? = nil, limitParam: String? = nil, start: Int64? = nil,
         bodyPointer: String? = nil, header: String? = nil, items: String = "/items",
-        next: String? = nil, id: String? = nil, hasNext: String? = nil, total: String? = nil
+        next: String? = nil, id: String? = nil, hasNext: String? = nil, total: String? = nil, nextHeader: String? = nil
     ) {
         let implementation = strategy.implementation
         self.strategy = strategy
@@ -56,6 +60,7 @@ public struct Paging: Sendable, Equatable {
         self.id = id ?? implementation.defaultId
         self.hasNext = hasNext
         self.total = total
+        self.nextHeader = nextHeader
     }
 }
 

@@ -82,7 +82,8 @@ public struct UpstreamPage: JSONDecodable {
     static func decodeScanned(_ response: UpstreamResponse, paging: Paging, wantsIds: Bool) -> UpstreamPage? {
         guard let tokens = JSONPointer.tokens(paging.items) else { return nil }
         // Values read from the rest of the page must not lie inside the item array.
-        for pointer in [readsNext(paging) ? paging.next : nil, readsNext(paging) ? paging.nextFallback : nil, paging.hasNext, paging.total] {
+        let bodyNext = readsNextInBody(paging)
+        for pointer in [bodyNext ? paging.next : nil, bodyNext ? paging.nextFallback : nil, paging.hasNext, paging.total] {
             guard let pointer else { continue }
             if paging.items.isEmpty || pointer == paging.items || pointer.hasPrefix(paging.items + "/") { return nil }
         }
@@ -153,14 +154,27 @@ public struct UpstreamPage: JSONDecodable {
         }
     }
 
-    /// Whether the strategy reads its next cursor from `paging.next`.
-    static func readsNext(_ paging: Paging) -> Bool {
-        paging.strategy.implementation.readsNext
+    /// Whether the strategy reads its next cursor from the page, at `paging.next`
+    /// (and not from the response header `paging.nextHeader`).
+    static func readsNextInBody(_ paging: Paging) -> Bool {
+        paging.strategy.implementation.readsNext && paging.nextHeader == nil
     }
 
-    /// Reads the next cursor, `hasNext` and `total` from the page.
+    /// The next cursor in response header `name` (the first such header,
+    /// without surrounding blanks); `nil`, the end, when it is missing or empty.
+    static func headerCursor(_ name: String, in headers: [(name: String, value: String)]) -> Cursor? {
+        let lowered = name.lowercased()
+        guard let value = headers.first(where: { $0.name.lowercased() == lowered })?.value else { return nil }
+        let trimmed = value.trimmingASCIISpaces()
+        return trimmed.isEmpty ? nil : .string(trimmed)
+    }
+
+    /// Reads the next cursor, `hasNext` and `total` from the page (the next
+    /// cursor from `paging.nextHeader` instead, when it is set).
     static func readFacts(_ root: JSON, into page: inout UpstreamPage, paging: Paging) throws {
-        if let nextPointer = paging.next, readsNext(paging) {
+        if let header = paging.nextHeader, paging.strategy.implementation.readsNext {
+            page.next = headerCursor(header, in: page.headers)
+        } else if let nextPointer = paging.next, readsNextInBody(paging) {
             var value = root.pointer(nextPointer)
             var at = nextPointer
             if value == nil || value?.kind == .null, let fallback = paging.nextFallback, let other = root.pointer(fallback) {

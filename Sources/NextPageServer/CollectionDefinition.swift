@@ -66,7 +66,7 @@ public struct CollectionDefinition: Sendable {
                 // A replay never waits: the waiting happened when it was recorded.
                 let transport = ReplayTransport(
                     file: RecordingTransport.file(directory: directory, collection: name), redactor: redactor,
-                    cursorHeaders: HTTPRedactor.pagingHeaderNames(paging))
+                    cursorHeaders: Set(paging.header.map { [$0] } ?? []))
                 return HTTPPageClient(source: http, collection: name, transport: transport, retryPolicy: .immediate, logger: logger)
             }
         }

@@ -57,6 +57,7 @@ public struct DefinitionValidator: Sendable {
     ]
     static let pagingKeys: Set<String> = [
         "strategy", "param", "limitParam", "start", "bodyPointer", "header", "items", "next", "id", "hasNext", "total",
+        "nextHeader",
     ]
 
     /// Validates a whole config file: `{"collections": {NAME: definition, ...}}`.
@@ -134,6 +135,7 @@ public struct DefinitionValidator: Sendable {
         if case .http(let http) = source {
             try validateCursorPlacement(pagingJSON, strategy: strategy, source: http, pagingPath: pagingPath, sourcePath: field("source"))
         }
+        let nextHeader = try validateNextHeader(pagingJSON, strategy: strategy, source: source, pagingPath: pagingPath)
         let dedupe = try reader.bool("dedupe") ?? false
         var paging = Paging(
             strategy: strategy,
@@ -146,7 +148,8 @@ public struct DefinitionValidator: Sendable {
             next: try pagingReader.pointer("next"),
             id: try pagingReader.pointer("id"),
             hasNext: try pagingReader.pointer("hasNext"),
-            total: try pagingReader.pointer("total"))
+            total: try pagingReader.pointer("total"),
+            nextHeader: nextHeader)
         if dedupe && paging.id == nil { paging.id = "/id" }
 
         var options = CollectionOptions()

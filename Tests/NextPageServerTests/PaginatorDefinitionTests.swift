@@ -1,0 +1,71 @@
+import Foundation
+import Jansson
+import NextPage
+@testable import NextPageServer
+import XCTest
+
+/// The definition checks of `paging.nextHeader`, `"strategy": "auto"` and
+/// `incremental`: each bad value is -32004 naming the field.
+final class PaginatorDefinitionTests: XCTestCase {
+    private var dir = ""
+
+    override func setUpWithError() throws {
+        dir = NSTemporaryDirectory() + "nextpage-paginators-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir + "/pages", withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    static let http = #"{"type": "http", "url": "https://api.example.com/items"}"#
+    private var file: String { #"{"type": "file", "dir": "\#(dir)/pages"}"# }
+    private var command: String { #"{"type": "command", "argv": ["cat", "\#(dir)/pages/first.json"]}"# }
+
+    private func definition(_ paging: String, source: String = PaginatorDefinitionTests.http, extra: String = "") -> String {
+        #"{"source": \#(source), "paging": \#(paging)\#(extra.isEmpty ? "" : ", " + extra)}"#
+    }
+
+    private func validated(_ text: String, file: StaticString = #filePath, line: UInt = #line) throws -> CollectionDefinition {
+        try DefinitionValidator().validate(try JSON.parse(text), ignoring: ["name"])
+    }
+
+    private func error(_ text: String, file: StaticString = #filePath, line: UInt = #line) -> DefinitionError? {
+        do {
+            let result = try validated(text)
+            XCTFail("validated \(text) as \(result)", file: file, line: line)
+        } catch let error as DefinitionError {
+            return error
+        } catch {
+            XCTFail("unexpected \(error)", file: file, line: line)
+        }
+        return nil
+    }
+
+    // MARK: nextHeader
+
+    func testNextHeaderIsReadIntoPaging() throws {
+        let cursor = try validated(definition(#"{"strategy": "cursor", "nextHeader": "X-Next-Cursor"}"#))
+        XCTAssertEqual(cursor.paging.nextHeader, "X-Next-Cursor")
+        let nextURL = try validated(definition(#"{"strategy": "nextUrl", "nextHeader": "X-Next-Page"}"#))
+        XCTAssertEqual(nextURL.paging.nextHeader, "X-Next-Page")
+        XCTAssertNil(try validated(definition(#"{"strategy": "cursor"}"#)).paging.nextHeader)
+    }
+
+    func testNextHeaderErrorsNameTheField() {
+        XCTAssertEqual(
+            error(definition(#"{"strategy": "cursor", "nextHeader": "X-Next"}"#, source: file)),
+            DefinitionError(field: "paging.nextHeader", expected: "no nextHeader with a file source (it has no response headers)"))
+        XCTAssertEqual(
+            error(definition(#"{"strategy": "cursor", "nextHeader": "X-Next"}"#, source: command)),
+            DefinitionError(field: "paging.nextHeader", expected: "no nextHeader with a command source (it has no response headers)"))
+        XCTAssertEqual(
+            error(definition(#"{"strategy": "lastId", "nextHeader": "X-Next"}"#)),
+            DefinitionError(field: "paging.nextHeader", expected: "a strategy that reads a next cursor (cursor, nextUrl); lastId does not"))
+        XCTAssertEqual(
+            error(definition(#"{"strategy": "cursor", "nextHeader": "X-Next", "next": "/next"}"#)),
+            DefinitionError(field: "paging.next", expected: "either next or nextHeader, not both"))
+        XCTAssertEqual(error(definition(#"{"strategy": "cursor", "nextHeader": "X Next"}"#))?.field, "paging.nextHeader")
+        XCTAssertEqual(error(definition(#"{"strategy": "cursor", "nextHeader": 1}"#))?.field, "paging.nextHeader")
+    }
+}
