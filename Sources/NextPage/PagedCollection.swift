@@ -1,4 +1,5 @@
 import Jansson
+import NIOConcurrencyHelpers
 
 /// A named collection: a `NextPageLoadable` over any `Client`, walked by a
 /// paging strategy, keeping its newest items for `items`.
@@ -16,6 +17,15 @@ public actor PagedCollection: NextPageLoadable {
     /// The newest `maxItems` items, by absolute offset.
     public private(set) var buffer: ItemBuffer
     private var seenIds: Set<Cursor> = []
+    /// What fetches, which run off the actor, need to know of the walk beyond
+    /// the definition: the paging a walk settled on (`auto`). Written on the
+    /// actor, and by the fetch of a walk's first page when it settles.
+    private nonisolated let walk = NIOLockedValueBox(Walk())
+
+    struct Walk {
+        /// The paging the current walk settled on; `nil` before its first page.
+        var settled: Paging?
+    }
 
     /// Pages a collection over a source without effects may read ahead of
     /// the one being checked, when calls are waiting for them.
@@ -27,6 +37,7 @@ public actor PagedCollection: NextPageLoadable {
         self.paging = paging
         self.options = options
         self.strategy = paging.strategy.implementation
+        self.nextPageState.picksPaging = strategy.settlesFromFirstPage
         self.loopGuard = LoopGuard(onRepeatedCursor: options.onRepeatedCursor, maxEmptyPages: options.maxEmptyPages)
         self.buffer = ItemBuffer(capacity: options.maxItems)
         self.readAhead = ReadAhead(
@@ -36,10 +47,31 @@ public actor PagedCollection: NextPageLoadable {
 
     public func firstCursor() -> Cursor? { strategy.firstCursor(paging) }
 
+    /// Fetches the page at `cursor`. A collection whose strategy settles
+    /// from the first page (`auto`) settles on the answer to the walk's first
+    /// request (or to the first request after a `load` with a `lastId`, when
+    /// nothing was settled: a `lastId` that is an http(s) URL is then
+    /// requested as the next page's URL, any other sent as `param`), and
+    /// walks on with what it picked.
     public nonisolated func performLoad(after cursor: Cursor?, isFirstPage: Bool, loadedBefore: LoadedBefore) async throws -> LoadedPage {
-        let request = PageRequest(cursor: cursor, isFirstPage: isFirstPage, paging: paging, options: options)
-        let page = try await client.send(request)
-        let advance = strategy.advance(after: page, request: request, loadedBefore: loadedBefore)
+        let settled = walk.withLockedValue { $0.settled }
+        let settles = strategy.settlesFromFirstPage && (isFirstPage || settled == nil)
+        var request = PageRequest(cursor: cursor, isFirstPage: isFirstPage, paging: settles ? paging : settled ?? paging, options: options)
+        let page: UpstreamPage
+        if settles {
+            if let cursor, AutoStrategy.isURL(cursor.text), !cursor.text.hasPrefix("/") { request.paging.strategy = .nextUrl }
+            let response = try await client.fetch(request)
+            if Task.isCancelled { throw LoadError.cancelled }
+            request.paging = try strategy.settle(paging, after: response)
+            let picked = request.paging
+            // A reset cancels this fetch before it forgets the walk: a
+            // cancelled fetch must not settle the next walk.
+            walk.withLockedValue { if !Task.isCancelled { $0.settled = picked } }
+            page = try UpstreamPage.decode(response, for: request)
+        } else {
+            page = try await client.send(request)
+        }
+        let advance = request.paging.strategy.implementation.advance(after: page, request: request, loadedBefore: loadedBefore)
         var loaded = LoadedPage(items: page.items, ids: page.ids, next: advance.next, hasNext: advance.hasNext)
         loaded.endNote = advance.endNote
         if let check = page.pendingCheck {
@@ -60,12 +92,16 @@ public actor PagedCollection: NextPageLoadable {
             if kept.count < items.count { items = items.selecting(kept) }
         }
         buffer.append(items)
+        if nextPageState.picksPaging, nextPageState.pick == nil {
+            nextPageState.pick = walk.withLockedValue { $0.settled }.map(PagingPick.init)
+        }
         return items
     }
 
     public func didReset() {
         buffer.removeAll()
         seenIds = []
+        walk.withLockedValue { $0.settled = nil }
     }
 
     /// A slice of the items loaded so far, by absolute offset: the items, the
@@ -79,8 +115,14 @@ public actor PagedCollection: NextPageLoadable {
     public var state: NextPageState { nextPageState }
 
     /// Restores a saved position (from a state file) on a fresh collection.
+    /// What the definition decides (whether paging is picked) wins over the
+    /// saved state; a saved pick is walked on only by an `auto` collection.
     public func restore(_ saved: NextPageState) {
         resume(from: saved)
         buffer.removeAll(continuingAt: saved.count)
+        nextPageState.picksPaging = strategy.settlesFromFirstPage
+        if !nextPageState.picksPaging { nextPageState.pick = nil }
+        let settled = nextPageState.pick.map { $0.paging(from: paging) }
+        walk.withLockedValue { $0.settled = settled }
     }
 }

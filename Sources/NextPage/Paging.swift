@@ -2,7 +2,21 @@
 public struct Paging: Sendable, Equatable {
     /// The strategies of SPEC §5.
     public enum Strategy: String, Sendable, CaseIterable {
-        case cursor, lastId, page, offset, link, nextUrl
+        case cursor, lastId, page, offset, link, nextUrl, auto
+    }
+
+    /// The fields as the definition gave them, before the strategy's
+    /// defaults filled them in: what `auto` takes as hints.
+    public struct Given: Sendable, Equatable {
+        public var param: String?
+        public var items: String?
+        public var next: String?
+
+        public init(param: String? = nil, items: String? = nil, next: String? = nil) {
+            self.param = param
+            self.items = items
+            self.next = next
+        }
     }
 
     public var strategy: Strategy
@@ -40,21 +54,24 @@ public struct Paging: Sendable, Equatable {
     }
     /// Pointer to the total number of items.
     public var total: String?
+    /// `param`, `items` and `next` as given, before defaults.
+    public var given: Given
 
     /// Missing fields take the strategy's defaults (`PagingStrategy`).
     public init(
         strategy: Strategy, param: String? = nil, limitParam: String? = nil, start: Int64? = nil,
-        bodyPointer: String? = nil, header: String? = nil, items: String = "/items",
+        bodyPointer: String? = nil, header: String? = nil, items: String? = nil,
         next: String? = nil, id: String? = nil, hasNext: String? = nil, total: String? = nil, nextHeader: String? = nil
     ) {
         let implementation = strategy.implementation
+        self.given = Given(param: param, items: items, next: next)
         self.strategy = strategy
         self.param = param ?? implementation.defaultParam
         self.limitParam = limitParam ?? "limit"
         self.start = start ?? implementation.defaultStart
         self.bodyPointer = bodyPointer
         self.header = header
-        self.items = items
+        self.items = items ?? "/items"
         self.next = next ?? implementation.defaultNext
         self.nextFallback = next == nil ? implementation.nextFallback : nil
         self.id = id ?? implementation.defaultId

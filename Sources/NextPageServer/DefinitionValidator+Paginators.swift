@@ -18,8 +18,8 @@ extension DefinitionValidator {
         case .command: throw DefinitionError(field: field, expected: "no nextHeader with a command source (it has no response headers)")
         case .http, .bundled: break
         }
-        guard strategy.implementation.readsNext else {
-            let readers = Paging.Strategy.allCases.filter { $0.implementation.readsNext }.map(\.rawValue)
+        guard strategy.implementation.readsNext || strategy.implementation.settlesFromFirstPage else {
+            let readers = Paging.Strategy.allCases.filter { $0.implementation.readsNext || $0.implementation.settlesFromFirstPage }.map(\.rawValue)
             throw DefinitionError(
                 field: field,
                 expected: "a strategy that reads a next cursor (\(readers.joined(separator: ", "))); \(strategy.rawValue) does not")

@@ -144,7 +144,7 @@ public struct DefinitionValidator: Sendable {
             start: try pagingReader.integer("start", min: 0).map(Int64.init),
             bodyPointer: try pagingReader.pointer("bodyPointer"),
             header: try pagingReader.string("header", nonEmpty: true),
-            items: try pagingReader.pointer("items") ?? "/items",
+            items: try pagingReader.pointer("items"),
             next: try pagingReader.pointer("next"),
             id: try pagingReader.pointer("id"),
             hasNext: try pagingReader.pointer("hasNext"),

@@ -31,6 +31,10 @@ public struct StateFileError: Error, Sendable, CustomStringConvertible {
 ///     {"version": 1, "collections": {"demo": {"hasNext": true, "lastId": "page-3",
 ///      "count": 50, "pages": 2, "lastError": null}}}
 ///
+/// plus, for an `auto` collection whose walk has picked its paging,
+/// `"paging": {"strategy", "items", ...}` (see `PagingPick`), so that a
+/// resumed walk goes on the same way.
+///
 /// It is replaced atomically: the new content goes to a temporary file in
 /// the same folder, which is flushed to disk (`fsync`), renamed over the
 /// state file, and the folder is flushed too. A process killed at any moment
@@ -219,6 +223,7 @@ public final class StateStore: @unchecked Sendable {
                 "pages": .integer(state.pages),
                 "lastError": state.lastError.map(RawJSON.string) ?? .null,
                 "emptyPages": state.emptyPages > 0 ? .integer(state.emptyPages) : nil,
+                "paging": state.pick?.json,
             ]))
         }
         let document = RawJSON.object(["version": .integer(version), "collections": .object(entries)])
@@ -273,6 +278,13 @@ public final class StateStore: @unchecked Sendable {
                     throw invalid("\(field).emptyPages", "an integer from 0 to \(Self.maxCounter)")
                 }
                 state.emptyPages = count
+            }
+            if let pick = entry["paging"], !pick.isNull {
+                switch PagingPick.from(pick) {
+                case .success(let value): state.pick = value
+                case .failure(let error):
+                    throw invalid("\(field).paging\(error.field.isEmpty ? "" : "." + error.field)", error.expected)
+                }
             }
             states[name] = state
         }

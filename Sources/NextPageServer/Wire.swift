@@ -14,6 +14,8 @@ enum Wire {
             "count": .integer(state.count),
             "pages": .integer(state.pages),
             "lastError": state.lastError.map(RawJSON.string) ?? .null,
+            // What an `auto` collection's walk picked from its first page (null before it).
+            "paging": state.picksPaging ? state.pick?.json ?? .null : nil,
         ])
     }
 
@@ -51,6 +53,10 @@ enum Wire {
             ]))
         case .cancelled:
             return .cancelled
+        case .definition(let field, let expected):
+            return RPCError(
+                code: -32004, message: "Invalid collection definition of \(collection), as its first page shows: \(field): expected \(expected)",
+                data: .object(["field": .string(field), "expected": .string(expected)]))
         }
     }
 

@@ -14,7 +14,8 @@ import NextPageServer
 enum ShellExit {
     /// `next`: the collection was already at its end; nothing was loaded.
     static let atEnd: Int32 = 1
-    /// The config file cannot be used, or the collection is not defined in it.
+    /// The config file cannot be used, or the collection is not defined in
+    /// it, or its definition cannot walk what the source sent (`auto`).
     static let config: Int32 = 2
     /// The state file cannot be read, is not a state file, or cannot be written.
     static let state: Int32 = 3
@@ -224,6 +225,10 @@ private func call(
             let name = data?["collection"]?.string ?? "?"
             printError("nextpage: collection '\(name)': \(error.message)")
             throw ExitCode(ShellExit.upstream)
+        case -32004:
+            // The definition cannot walk what the source sent (an `auto` first page that shows no way of paging).
+            printError("nextpage: \(error.message)")
+            throw ExitCode(ShellExit.config)
         default:
             printError("nextpage: \(error.message) (JSON-RPC error \(error.code))")
             throw ExitCode(ShellExit.failure)

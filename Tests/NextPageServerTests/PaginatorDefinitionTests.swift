@@ -61,11 +61,41 @@ final class PaginatorDefinitionTests: XCTestCase {
             DefinitionError(field: "paging.nextHeader", expected: "no nextHeader with a command source (it has no response headers)"))
         XCTAssertEqual(
             error(definition(#"{"strategy": "lastId", "nextHeader": "X-Next"}"#)),
-            DefinitionError(field: "paging.nextHeader", expected: "a strategy that reads a next cursor (cursor, nextUrl); lastId does not"))
+            DefinitionError(field: "paging.nextHeader", expected: "a strategy that reads a next cursor (cursor, nextUrl, auto); lastId does not"))
         XCTAssertEqual(
             error(definition(#"{"strategy": "cursor", "nextHeader": "X-Next", "next": "/next"}"#)),
             DefinitionError(field: "paging.next", expected: "either next or nextHeader, not both"))
         XCTAssertEqual(error(definition(#"{"strategy": "cursor", "nextHeader": "X Next"}"#))?.field, "paging.nextHeader")
         XCTAssertEqual(error(definition(#"{"strategy": "cursor", "nextHeader": 1}"#))?.field, "paging.nextHeader")
+    }
+
+    // MARK: auto
+
+    func testAutoTakesHintsAndAnySource() throws {
+        let bare = try validated(definition(#"{"strategy": "auto"}"#))
+        XCTAssertEqual(bare.paging.strategy, .auto)
+        XCTAssertEqual(bare.paging.given, Paging.Given())
+        let hinted = try validated(definition(#"{"strategy": "auto", "items": "/rows", "next": "/after", "param": "after", "id": "/uid", "hasNext": "/more"}"#))
+        XCTAssertEqual(hinted.paging.given, Paging.Given(param: "after", items: "/rows", next: "/after"))
+        XCTAssertEqual(hinted.paging.id, "/uid")
+        XCTAssertEqual(hinted.paging.hasNext, "/more")
+        XCTAssertEqual(try validated(definition(#"{"strategy": "auto", "nextHeader": "X-Next"}"#)).paging.nextHeader, "X-Next")
+        // A file or command source has no Link header, but its pages may show a next URL or cursor.
+        XCTAssertEqual(try validated(definition(#"{"strategy": "auto"}"#, source: file)).paging.strategy, .auto)
+        XCTAssertEqual(try validated(definition(#"{"strategy": "auto"}"#, source: command)).paging.strategy, .auto)
+        // A cursor picked may go in a header or a POST body.
+        XCTAssertEqual(try validated(definition(#"{"strategy": "auto", "header": "X-Cursor"}"#)).paging.header, "X-Cursor")
+    }
+
+    func testAutoErrorsNameTheField() {
+        XCTAssertEqual(
+            error(definition(#"{"strategy": "auto", "nextHeader": "X-Next"}"#, source: file)),
+            DefinitionError(field: "paging.nextHeader", expected: "no nextHeader with a file source (it has no response headers)"))
+        XCTAssertEqual(
+            error(definition(#"{"strategy": "auto", "nextHeader": "X-Next", "next": "/n"}"#)),
+            DefinitionError(field: "paging.next", expected: "either next or nextHeader, not both"))
+        XCTAssertEqual(
+            error(definition(#"{"strategy": "automatic"}"#)),
+            DefinitionError(field: "paging.strategy", expected: "one of cursor, lastId, page, offset, link, nextUrl, auto"))
     }
 }

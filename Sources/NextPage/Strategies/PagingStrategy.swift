@@ -91,6 +91,20 @@ public protocol PagingStrategy: Sendable {
     ///
     /// The default implementation returns `nil`.
     var needsResponseHeaders: String? { get }
+
+    /// Whether the paging of a walk is decided from the answer to its first
+    /// request (`settle(_:after:)`), rather than fixed by the definition.
+    ///
+    /// The default implementation returns `false`.
+    var settlesFromFirstPage: Bool { get }
+
+    /// The paging a walk goes by, decided from `response`, the answer to its
+    /// first request, and the definition's `paging`; called only when
+    /// `settlesFromFirstPage`. Throws `LoadError.definition` when the page
+    /// does not show how to walk on, or `LoadError.undecodable`.
+    ///
+    /// The default implementation returns `paging` unchanged.
+    func settle(_ paging: Paging, after response: UpstreamResponse) throws(LoadError) -> Paging
 }
 
 /// The items and pages received from the source before a page, since the
@@ -129,6 +143,8 @@ extension PagingStrategy {
     public var defaultStart: Int64 { 1 }
     public var sendsLimit: Bool { false }
     public var needsResponseHeaders: String? { nil }
+    public var settlesFromFirstPage: Bool { false }
+    public func settle(_ paging: Paging, after response: UpstreamResponse) throws(LoadError) -> Paging { paging }
 
     /// The end test shared by every strategy: a `hasNext` pointer, when given,
     /// decides; without a cursor to continue from there is nothing more (and
@@ -175,6 +191,7 @@ extension Paging.Strategy {
         case .offset: return OffsetStrategy()
         case .link: return LinkStrategy()
         case .nextUrl: return NextURLStrategy()
+        case .auto: return AutoStrategy()
         }
     }
 }
