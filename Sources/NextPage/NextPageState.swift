@@ -21,15 +21,21 @@ public struct NextPageState: Sendable, Equatable {
     public var picksPaging = false
     /// What this walk's first page decided (`auto`), once it has landed.
     public var pick: PagingPick?
+    /// Where an incremental collection stands; a reset keeps its value
+    /// and forgets the walk (`IncrementalState.forNewWalk()`).
+    public var incremental: IncrementalState?
 
     public init() {}
 
     /// Back to a fresh collection: no items, `hasNext` true, no cursor,
-    /// nothing picked.
+    /// nothing picked; an incremental collection keeps the value its next
+    /// walk sends.
     public mutating func reset() {
         let picksPaging = picksPaging
+        let incremental = incremental?.forNewWalk()
         self = NextPageState()
         self.picksPaging = picksPaging
+        self.incremental = incremental
     }
 
     /// Records a page that landed.

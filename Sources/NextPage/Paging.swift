@@ -98,10 +98,13 @@ public struct CollectionOptions: Sendable, Equatable {
     public var dedupe: Bool
     public var onRepeatedCursor: RepeatedCursorPolicy
     public var maxEmptyPages: Int
+    /// Incremental sync: the value kept between walks, and where it is sent.
+    public var incremental: Incremental?
 
     public init(
         pageSize: Int? = nil, pageSizeParam: String? = nil, maxItems: Int = 100_000, prefetch: Int = 0,
-        dedupe: Bool = false, onRepeatedCursor: RepeatedCursorPolicy = .stop, maxEmptyPages: Int = 10
+        dedupe: Bool = false, onRepeatedCursor: RepeatedCursorPolicy = .stop, maxEmptyPages: Int = 10,
+        incremental: Incremental? = nil
     ) {
         self.pageSize = pageSize
         self.pageSizeParam = pageSizeParam
@@ -110,5 +113,6 @@ public struct CollectionOptions: Sendable, Equatable {
         self.dedupe = dedupe
         self.onRepeatedCursor = onRepeatedCursor
         self.maxEmptyPages = maxEmptyPages
+        self.incremental = incremental
     }
 }

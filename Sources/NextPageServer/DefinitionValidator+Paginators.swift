@@ -29,4 +29,45 @@ extension DefinitionValidator {
         }
         return name
     }
+
+    /// Checks `incremental`: `{"pointer", "param"?, "initial"?}`. `param` goes
+    /// in the query of an http source, under a name of its own.
+    func validateIncremental(
+        _ json: JSON?, source: CollectionDefinition.Source, paging: Paging, options: CollectionOptions, at path: String
+    ) throws(DefinitionError) -> Incremental? {
+        guard let json else { return nil }
+        guard json.kind == .object else {
+            throw DefinitionError(field: path, expected: "an object {\"pointer\", \"param\", \"initial\"}")
+        }
+        let known: Set<String> = ["pointer", "param", "initial"]
+        for (key, _) in json.members where !known.contains(key) {
+            throw DefinitionError(field: "\(path).\(key)", expected: "no such field (known: initial, param, pointer)")
+        }
+        let reader = FieldReader(object: json, path: path)
+        guard let pointer = try reader.pointer("pointer") else {
+            throw DefinitionError(field: "\(path).pointer", expected: "a JSON Pointer into each item to the value kept (\"/updated_at\")")
+        }
+        let param = try reader.string("param", nonEmpty: true)
+        if let param {
+            guard case .http = source else {
+                throw DefinitionError(field: "\(path).param", expected: "an http source (the value is sent as a query parameter); without param the items are only filtered")
+            }
+            var taken: [(String, String)] = []
+            let strategy = paging.strategy.implementation
+            if !strategy.cursorIsURL, paging.bodyPointer == nil, paging.header == nil { taken.append(("paging.param", paging.param)) }
+            if strategy.sendsLimit { taken.append(("paging.limitParam", paging.limitParam)) }
+            if let pageSizeParam = options.pageSizeParam { taken.append(("pageSizeParam", pageSizeParam)) }
+            if let clash = taken.first(where: { $0.1 == param }) {
+                throw DefinitionError(field: "\(path).param", expected: "a query parameter other than \(clash.0) ('\(clash.1)')")
+            }
+        }
+        var initial: IncrementalValue?
+        if let value = json["initial"] {
+            guard let parsed = IncrementalValue(value) else {
+                throw DefinitionError(field: "\(path).initial", expected: "a string (an ISO 8601 timestamp, or other text) or a number")
+            }
+            initial = parsed
+        }
+        return Incremental(pointer: pointer, param: param, initial: initial)
+    }
 }

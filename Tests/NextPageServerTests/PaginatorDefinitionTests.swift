@@ -98,4 +98,51 @@ final class PaginatorDefinitionTests: XCTestCase {
             error(definition(#"{"strategy": "automatic"}"#)),
             DefinitionError(field: "paging.strategy", expected: "one of cursor, lastId, page, offset, link, nextUrl, auto"))
     }
+
+    // MARK: incremental
+
+    func testIncrementalIsReadIntoTheOptions() throws {
+        let full = try validated(definition(
+            #"{"strategy": "cursor"}"#, extra: #""incremental": {"pointer": "/updated_at", "param": "since", "initial": "2024-01-01T00:00:00Z"}"#))
+        XCTAssertEqual(full.options.incremental?.pointer, "/updated_at")
+        XCTAssertEqual(full.options.incremental?.param, "since")
+        XCTAssertEqual(full.options.incremental?.initial?.kind, .timestamp)
+        XCTAssertEqual(full.options.incremental?.initial?.text, "2024-01-01T00:00:00Z")
+        let number = try validated(definition(#"{"strategy": "cursor"}"#, extra: #""incremental": {"pointer": "/id", "param": "since_id", "initial": 0}"#))
+        XCTAssertEqual(number.options.incremental?.initial?.kind, .number)
+        XCTAssertNil(try validated(definition(#"{"strategy": "cursor"}"#)).options.incremental)
+        // Without param any source may filter its items by the value.
+        XCTAssertEqual(try validated(definition(#"{"strategy": "cursor"}"#, source: file, extra: #""incremental": {"pointer": "/t"}"#)).options.incremental?.param, nil)
+        // A cursor sent in a header leaves the query's names free.
+        XCTAssertEqual(
+            try validated(definition(#"{"strategy": "cursor", "header": "X-Cursor"}"#, extra: #""incremental": {"pointer": "/t", "param": "cursor"}"#)).options.incremental?.param,
+            "cursor")
+    }
+
+    func testIncrementalErrorsNameTheField() {
+        func incremental(_ value: String, paging: String = #"{"strategy": "cursor"}"#, source: String = PaginatorDefinitionTests.http, extra: String = "") -> DefinitionError? {
+            error(definition(paging, source: source, extra: #""incremental": \#(value)"# + (extra.isEmpty ? "" : ", " + extra)))
+        }
+        XCTAssertEqual(incremental("true"), DefinitionError(field: "incremental", expected: #"an object {"pointer", "param", "initial"}"#))
+        XCTAssertEqual(incremental(#"{"param": "since"}"#)?.field, "incremental.pointer")
+        XCTAssertEqual(incremental(#"{"pointer": "updated_at"}"#)?.field, "incremental.pointer")
+        XCTAssertEqual(incremental(#"{"pointer": "/t", "since": "x"}"#), DefinitionError(field: "incremental.since", expected: "no such field (known: initial, param, pointer)"))
+        XCTAssertEqual(incremental(#"{"pointer": "/t", "param": ""}"#)?.field, "incremental.param")
+        XCTAssertEqual(
+            incremental(#"{"pointer": "/t", "initial": {"a": 1}}"#),
+            DefinitionError(field: "incremental.initial", expected: "a string (an ISO 8601 timestamp, or other text) or a number"))
+        XCTAssertEqual(incremental(#"{"pointer": "/t", "initial": true}"#)?.field, "incremental.initial")
+        XCTAssertEqual(
+            incremental(#"{"pointer": "/t", "param": "since"}"#, source: file),
+            DefinitionError(field: "incremental.param", expected: "an http source (the value is sent as a query parameter); without param the items are only filtered"))
+        XCTAssertEqual(
+            incremental(#"{"pointer": "/t", "param": "cursor"}"#),
+            DefinitionError(field: "incremental.param", expected: "a query parameter other than paging.param ('cursor')"))
+        XCTAssertEqual(
+            incremental(#"{"pointer": "/t", "param": "limit"}"#, paging: #"{"strategy": "offset"}"#),
+            DefinitionError(field: "incremental.param", expected: "a query parameter other than paging.limitParam ('limit')"))
+        XCTAssertEqual(
+            incremental(#"{"pointer": "/t", "param": "per_page"}"#, extra: #""pageSizeParam": "per_page""#),
+            DefinitionError(field: "incremental.param", expected: "a query parameter other than pageSizeParam ('per_page')"))
+    }
 }

@@ -35,7 +35,10 @@ extension HTTPPageClient {
     /// `pageSizeParam`, and as `paging.limitParam` for `offset` (`sendsLimit`); the cursor
     /// and the page size replace a `source.query` item of the same name. A next-page
     /// URL (`link`, `nextUrl`) is followed as given, except that it gets
-    /// `pageSizeParam` when it lacks one, so every request asks for `pageSize`.
+    /// `pageSizeParam` when it lacks one, so every request asks for `pageSize`,
+    /// and the incremental value likewise. The incremental value
+    /// (`incrementalQuery`) goes before the cursor, replacing a `query` item
+    /// of its name.
     ///
     /// A next-page URL on another origin than `source.url` is sent without
     /// the source's secret headers (`Authorization`, `Cookie`, `X-Api-Key`, ...).
@@ -56,6 +59,9 @@ extension HTTPPageClient {
             if let size = request.pageSize, let name = request.pageSizeParam, !HTTPURL.hasQueryItem(named: name, in: next) {
                 next = HTTPURL.settingQueryItems([(name, String(size))], in: next)
             }
+            if let query = request.incrementalQuery, !HTTPURL.hasQueryItem(named: query.name, in: next) {
+                next = HTTPURL.settingQueryItems([query], in: next)
+            }
             url = HTTPURL.encodeIllegal(next)
             // A next-page URL on another origin (scheme, host, port) gets no
             // credentials: the page names it, and the source's secrets are
@@ -70,6 +76,7 @@ extension HTTPPageClient {
                 items.removeAll { $0.name == name }
                 items.append((name, value))
             }
+            if let query = request.incrementalQuery { set(query.name, query.value) }
             if let cursor = request.cursor {
                 switch CursorPlacement(paging) {
                 case .query(let name):
