@@ -54,7 +54,11 @@ extension DefinitionValidator {
             }
             var taken: [(String, String)] = []
             let strategy = paging.strategy.implementation
-            if !strategy.cursorIsURL, paging.bodyPointer == nil, paging.header == nil { taken.append(("paging.param", paging.param)) }
+            if !strategy.cursorIsURL, paging.bodyPointer == nil, paging.header == nil {
+                taken.append(("paging.param", paging.param))
+                // `auto` sends a Stripe-style list's cursor as starting_after unless `param` is given.
+                if strategy.settlesFromFirstPage, paging.given.param == nil { taken.append(("paging.param", AutoStrategy.lastIdParam)) }
+            }
             if strategy.sendsLimit { taken.append(("paging.limitParam", paging.limitParam)) }
             if let pageSizeParam = options.pageSizeParam { taken.append(("pageSizeParam", pageSizeParam)) }
             if let clash = taken.first(where: { $0.1 == param }) {

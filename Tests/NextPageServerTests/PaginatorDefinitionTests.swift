@@ -139,6 +139,9 @@ final class PaginatorDefinitionTests: XCTestCase {
             incremental(#"{"pointer": "/t", "param": "cursor"}"#),
             DefinitionError(field: "incremental.param", expected: "a query parameter other than paging.param ('cursor')"))
         XCTAssertEqual(
+            incremental(#"{"pointer": "/t", "param": "starting_after"}"#, paging: #"{"strategy": "auto"}"#),
+            DefinitionError(field: "incremental.param", expected: "a query parameter other than paging.param ('starting_after')"))
+        XCTAssertEqual(
             incremental(#"{"pointer": "/t", "param": "limit"}"#, paging: #"{"strategy": "offset"}"#),
             DefinitionError(field: "incremental.param", expected: "a query parameter other than paging.limitParam ('limit')"))
         XCTAssertEqual(
