@@ -1,6 +1,6 @@
 /// Why a page could not be loaded; each stage has its own case.
 ///
-/// The server turns these into JSON-RPC errors (-32002, -32003, -32800).
+/// The server turns these into JSON-RPC errors (-32002, -32003, -32800, -32004).
 public enum LoadError: Error, Sendable, Equatable {
     /// The source failed: network, status, timeout, missing file, command exit.
     case upstream(UpstreamFailure)
@@ -8,6 +8,10 @@ public enum LoadError: Error, Sendable, Equatable {
     case undecodable(PageDecodingFailure)
     /// The load was cancelled (by the caller, `reset` or `load`); nothing landed.
     case cancelled
+    /// The page shows that the definition cannot walk the source (an `auto`
+    /// first page that matches no known way of paging): the field of the
+    /// definition at fault and what was expected of it.
+    case definition(field: String, expected: String)
 
     /// A one-line description for `lastError` and logs.
     public var message: String {
@@ -15,6 +19,7 @@ public enum LoadError: Error, Sendable, Equatable {
         case .upstream(let failure): return failure.message
         case .undecodable(let failure): return failure.message
         case .cancelled: return "cancelled"
+        case .definition(let field, let expected): return "\(field): expected \(expected)"
         }
     }
 }

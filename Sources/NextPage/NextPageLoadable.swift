@@ -7,6 +7,8 @@ public struct LoadedPage: Sendable {
     public var items: PageItems
     /// Item ids, when the collection asked for them (`dedupe`); otherwise empty.
     public var ids: [Cursor?]
+    /// Items' incremental values, when the collection asked for them; otherwise empty.
+    public var marks: [IncrementalValue?] = []
     /// The cursor of the next page.
     public var next: Cursor?
     /// Whether the source says there is more.
@@ -42,6 +44,7 @@ public struct LoadedPage: Sendable {
         pendingCheck = nil
         let outcome = try check()
         if !outcome.ids.isEmpty { ids = outcome.ids }
+        if !outcome.marks.isEmpty { marks = outcome.marks }
         if let replaced = outcome.items { items = replaced }
     }
 }

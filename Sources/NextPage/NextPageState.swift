@@ -16,12 +16,26 @@ public struct NextPageState: Sendable, Equatable {
     /// `maxEmptyPages`); kept in a state file, so a `nextpage next` loop
     /// stops too. Not part of the State that `status` reports.
     public var emptyPages = 0
+    /// Whether the collection's paging is decided from each walk's first
+    /// page (`auto`); a reset keeps it.
+    public var picksPaging = false
+    /// What this walk's first page decided (`auto`), once it has landed.
+    public var pick: PagingPick?
+    /// Where an incremental collection stands; a reset keeps its value
+    /// and forgets the walk (`IncrementalState.forNewWalk()`).
+    public var incremental: IncrementalState?
 
     public init() {}
 
-    /// Back to a fresh collection: no items, `hasNext` true, no cursor.
+    /// Back to a fresh collection: no items, `hasNext` true, no cursor,
+    /// nothing picked; an incremental collection keeps the value its next
+    /// walk sends.
     public mutating func reset() {
+        let picksPaging = picksPaging
+        let incremental = incremental?.forNewWalk()
         self = NextPageState()
+        self.picksPaging = picksPaging
+        self.incremental = incremental
     }
 
     /// Records a page that landed.

@@ -2,7 +2,21 @@
 public struct Paging: Sendable, Equatable {
     /// The strategies of SPEC §5.
     public enum Strategy: String, Sendable, CaseIterable {
-        case cursor, lastId, page, offset, link, nextUrl
+        case cursor, lastId, page, offset, link, nextUrl, auto
+    }
+
+    /// The fields as the definition gave them, before the strategy's
+    /// defaults filled them in: what `auto` takes as hints.
+    public struct Given: Sendable, Equatable {
+        public var param: String?
+        public var items: String?
+        public var next: String?
+
+        public init(param: String? = nil, items: String? = nil, next: String? = nil) {
+            self.param = param
+            self.items = items
+            self.next = next
+        }
     }
 
     public var strategy: Strategy
@@ -20,59 +34,50 @@ public struct Paging: Sendable, Equatable {
     public var items: String
     /// Pointer to the next cursor (`cursor`) or next URL (`nextUrl`).
     public var next: String?
-    /// Where the next URL is read when `next` holds nothing (missing or
-    /// null): `/next`, for a `nextUrl` collection whose `next` was not given.
+    /// Response header that carries the next cursor (or URL) instead of the
+    /// page (`X-Next-Cursor`), for strategies that read one (`readsNext`):
+    /// `next` is then not read; a missing or empty header is the end.
+    public var nextHeader: String?
+    /// Where the next cursor is read when `next` holds nothing (missing or
+    /// null) and was not given (`PagingStrategy.nextFallback`: `/next` for `nextUrl`).
     public var nextFallback: String?
     /// Pointer into an item to its id (`lastId` strategy, `dedupe`).
     public var id: String?
     /// Pointer to a boolean that says whether there is more; the end test when given.
     public var hasNext: String?
-    /// Where a `lastId` collection whose `hasNext` was not given looks for
-    /// that boolean: `/has_more` (Stripe and its like). Only a boolean found
-    /// there counts; a page without one ends as it would without the pointer.
+    /// Where the strategy looks for that boolean when `hasNext` was not
+    /// given (`PagingStrategy.hasNextFallback`: `/has_more` for `lastId`,
+    /// Stripe and its like). Only a boolean found there counts; a page
+    /// without one ends as it would without the pointer.
     public var hasNextFallback: String? {
-        hasNext == nil && strategy == .lastId ? "/has_more" : nil
+        hasNext == nil ? strategy.implementation.hasNextFallback : nil
     }
     /// Pointer to the total number of items.
     public var total: String?
+    /// `param`, `items` and `next` as given, before defaults.
+    public var given: Given
 
+    /// Missing fields take the strategy's defaults (`PagingStrategy`).
     public init(
         strategy: Strategy, param: String? = nil, limitParam: String? = nil, start: Int64? = nil,
-        bodyPointer: String? = nil, header: String? = nil, items: String = "/items",
-        next: String? = nil, id: String? = nil, hasNext: String? = nil, total: String? = nil
+        bodyPointer: String? = nil, header: String? = nil, items: String? = nil,
+        next: String? = nil, id: String? = nil, hasNext: String? = nil, total: String? = nil, nextHeader: String? = nil
     ) {
+        let implementation = strategy.implementation
+        self.given = Given(param: param, items: items, next: next)
         self.strategy = strategy
-        self.param = param ?? Paging.defaultParam(strategy)
+        self.param = param ?? implementation.defaultParam
         self.limitParam = limitParam ?? "limit"
-        self.start = start ?? (strategy == .offset ? 0 : 1)
+        self.start = start ?? implementation.defaultStart
         self.bodyPointer = bodyPointer
         self.header = header
-        self.items = items
-        self.next = next ?? Paging.defaultNext(strategy)
-        self.nextFallback = next == nil && strategy == .nextUrl ? "/next" : nil
-        self.id = id ?? (strategy == .lastId ? "/id" : nil)
+        self.items = items ?? "/items"
+        self.next = next ?? implementation.defaultNext
+        self.nextFallback = next == nil ? implementation.nextFallback : nil
+        self.id = id ?? implementation.defaultId
         self.hasNext = hasNext
         self.total = total
-    }
-
-    /// The query parameter a strategy uses when `param` is not given.
-    public static func defaultParam(_ strategy: Strategy) -> String {
-        switch strategy {
-        case .cursor, .link, .nextUrl: return "cursor"
-        case .lastId: return "since_id"
-        case .page: return "page"
-        case .offset: return "offset"
-        }
-    }
-
-    /// The `next` pointer a strategy uses when none is given (for
-    /// `nextUrl`, then `nextFallback`: SPEC's "`/links/next`, `/next`").
-    public static func defaultNext(_ strategy: Strategy) -> String? {
-        switch strategy {
-        case .cursor: return "/next_cursor"
-        case .nextUrl: return "/links/next"
-        default: return nil
-        }
+        self.nextHeader = nextHeader
     }
 }
 
@@ -93,10 +98,13 @@ public struct CollectionOptions: Sendable, Equatable {
     public var dedupe: Bool
     public var onRepeatedCursor: RepeatedCursorPolicy
     public var maxEmptyPages: Int
+    /// Incremental sync: the value kept between walks, and where it is sent.
+    public var incremental: Incremental?
 
     public init(
         pageSize: Int? = nil, pageSizeParam: String? = nil, maxItems: Int = 100_000, prefetch: Int = 0,
-        dedupe: Bool = false, onRepeatedCursor: RepeatedCursorPolicy = .stop, maxEmptyPages: Int = 10
+        dedupe: Bool = false, onRepeatedCursor: RepeatedCursorPolicy = .stop, maxEmptyPages: Int = 10,
+        incremental: Incremental? = nil
     ) {
         self.pageSize = pageSize
         self.pageSizeParam = pageSizeParam
@@ -105,5 +113,6 @@ public struct CollectionOptions: Sendable, Equatable {
         self.dedupe = dedupe
         self.onRepeatedCursor = onRepeatedCursor
         self.maxEmptyPages = maxEmptyPages
+        self.incremental = incremental
     }
 }

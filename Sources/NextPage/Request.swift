@@ -16,6 +16,15 @@ public protocol Request: Sendable {
     var pageSize: Int? { get }
     /// Query parameter for `pageSize`.
     var pageSizeParam: String? { get }
+    /// A query item every request of the walk carries (`incremental.param`
+    /// and the value the walk sends).
+    ///
+    /// The default implementation returns `nil`.
+    var incrementalQuery: (name: String, value: String)? { get }
+}
+
+extension Request {
+    public var incrementalQuery: (name: String, value: String)? { nil }
 }
 
 /// The request a collection makes for each page.
@@ -29,6 +38,9 @@ public struct PageRequest: Request {
     public var pageSizeParam: String?
     /// Whether items' ids must be read (for `dedupe`).
     public var wantsIds: Bool
+    /// Pointer into each item to its incremental value, when those are read.
+    public var incrementalPointer: String?
+    public var incrementalQuery: (name: String, value: String)?
 
     public init(cursor: Cursor?, isFirstPage: Bool, paging: Paging, options: CollectionOptions) {
         self.cursor = cursor
@@ -37,5 +49,6 @@ public struct PageRequest: Request {
         self.pageSize = options.pageSize
         self.pageSizeParam = options.pageSizeParam
         self.wantsIds = options.dedupe
+        self.incrementalPointer = options.incremental?.pointer
     }
 }

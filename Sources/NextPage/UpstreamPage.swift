@@ -22,6 +22,9 @@ public struct UpstreamPage: JSONDecodable {
     /// Each item's id (read through `paging.id`) when ids were asked for and
     /// the checks have run; otherwise empty.
     public var ids: [Cursor?]
+    /// Each item's incremental value (`incremental.pointer`) when those were
+    /// asked for and the checks have run; otherwise empty.
+    public var marks: [IncrementalValue?] = []
     /// The id of the last item, read for the `lastId` strategy (its cursor).
     public var lastItemId: Cursor?
     /// The value at `paging.next`, as a cursor.
@@ -61,8 +64,9 @@ public struct UpstreamPage: JSONDecodable {
 
     public static func decode<R: Request>(_ response: UpstreamResponse, for request: R) throws -> UpstreamPage {
         let wantsIds = (request as? PageRequest)?.wantsIds ?? false
-        if let page = decodeScanned(response, paging: request.paging, wantsIds: wantsIds) { return page }
-        return try decodeWhole(response.body, headers: response.headers, paging: request.paging, wantsIds: wantsIds)
+        let markPointer = (request as? PageRequest)?.incrementalPointer
+        if let page = decodeScanned(response, paging: request.paging, wantsIds: wantsIds, markPointer: markPointer) { return page }
+        return try decodeWhole(response.body, headers: response.headers, paging: request.paging, wantsIds: wantsIds, markPointer: markPointer)
     }
 
     /// Applies the pending check: afterwards `ids` are known and the items
@@ -71,6 +75,7 @@ public struct UpstreamPage: JSONDecodable {
         guard let check = pendingCheck else { return }
         let outcome = try check.run()
         ids = outcome.ids
+        marks = outcome.marks
         if let replaced = outcome.items { items = replaced }
         pendingCheck = nil
     }
@@ -79,10 +84,11 @@ public struct UpstreamPage: JSONDecodable {
 
     /// The first stage for a page the scanner can vouch for; `nil` sends the
     /// page to `decodeWhole` (which also reports every error).
-    static func decodeScanned(_ response: UpstreamResponse, paging: Paging, wantsIds: Bool) -> UpstreamPage? {
+    static func decodeScanned(_ response: UpstreamResponse, paging: Paging, wantsIds: Bool, markPointer: String? = nil) -> UpstreamPage? {
         guard let tokens = JSONPointer.tokens(paging.items) else { return nil }
         // Values read from the rest of the page must not lie inside the item array.
-        for pointer in [readsNext(paging) ? paging.next : nil, readsNext(paging) ? paging.nextFallback : nil, paging.hasNext, paging.total] {
+        let bodyNext = readsNextInBody(paging)
+        for pointer in [bodyNext ? paging.next : nil, bodyNext ? paging.nextFallback : nil, paging.hasNext, paging.total] {
             guard let pointer else { continue }
             if paging.items.isEmpty || pointer == paging.items || pointer.hasPrefix(paging.items + "/") { return nil }
         }
@@ -102,7 +108,7 @@ public struct UpstreamPage: JSONDecodable {
             else { return false }
             do {
                 try readFacts(root, into: &page, paging: paging)
-                if let idPointer = paging.id, paging.strategy == .lastId, !items.isEmpty {
+                if let idPointer = paging.id, paging.strategy.implementation.needsLastItemId, !items.isEmpty {
                     let last = try JSON.parse(Array(items.array[items.span(items.count - 1)]))
                     page.lastItemId = try readCursor(last.pointer(idPointer), at: idPointer, required: true)
                 }
@@ -113,8 +119,8 @@ public struct UpstreamPage: JSONDecodable {
         }
         guard understood else { return nil }
         page.pendingCheck = PageCheck(
-            items: items, membersBefore: found.membersBefore, idPointer: wantsIds ? paging.id : nil, body: body, headers: response.headers,
-            paging: paging)
+            items: items, membersBefore: found.membersBefore, idPointer: wantsIds ? paging.id : nil, markPointer: markPointer, body: body,
+            headers: response.headers, paging: paging)
         return page
     }
 
@@ -122,7 +128,9 @@ public struct UpstreamPage: JSONDecodable {
 
     /// Parses the whole page with jansson and dumps each item: the path for
     /// pages the scanner leaves alone, and the one that names every error.
-    static func decodeWhole(_ body: [UInt8], headers: [(name: String, value: String)], paging: Paging, wantsIds: Bool) throws -> UpstreamPage {
+    static func decodeWhole(
+        _ body: [UInt8], headers: [(name: String, value: String)], paging: Paging, wantsIds: Bool, markPointer: String? = nil
+    ) throws -> UpstreamPage {
         try JSON.withArena {
             let root: JSON
             do throws(JSONParseError) {
@@ -144,23 +152,39 @@ public struct UpstreamPage: JSONDecodable {
                 if wantsIds {
                     page.ids = try elements.map { try readCursor($0.pointer(idPointer), at: idPointer, required: false) }
                 }
-                if paging.strategy == .lastId, let last = elements.last {
+                if paging.strategy.implementation.needsLastItemId, let last = elements.last {
                     page.lastItemId = try readCursor(last.pointer(idPointer), at: idPointer, required: true)
                 }
+            }
+            if let markPointer {
+                page.marks = elements.map { $0.pointer(markPointer).flatMap(IncrementalValue.init) }
             }
             try readFacts(root, into: &page, paging: paging)
             return page
         }
     }
 
-    /// Whether the strategy reads its next cursor from `paging.next`.
-    static func readsNext(_ paging: Paging) -> Bool {
-        paging.strategy == .cursor || paging.strategy == .nextUrl
+    /// Whether the strategy reads its next cursor from the page, at `paging.next`
+    /// (and not from the response header `paging.nextHeader`).
+    static func readsNextInBody(_ paging: Paging) -> Bool {
+        paging.strategy.implementation.readsNext && paging.nextHeader == nil
     }
 
-    /// Reads the next cursor, `hasNext` and `total` from the page.
+    /// The next cursor in response header `name` (the first such header,
+    /// without surrounding blanks); `nil`, the end, when it is missing or empty.
+    static func headerCursor(_ name: String, in headers: [(name: String, value: String)]) -> Cursor? {
+        let lowered = name.lowercased()
+        guard let value = headers.first(where: { $0.name.lowercased() == lowered })?.value else { return nil }
+        let trimmed = value.trimmingASCIISpaces()
+        return trimmed.isEmpty ? nil : .string(trimmed)
+    }
+
+    /// Reads the next cursor, `hasNext` and `total` from the page (the next
+    /// cursor from `paging.nextHeader` instead, when it is set).
     static func readFacts(_ root: JSON, into page: inout UpstreamPage, paging: Paging) throws {
-        if let nextPointer = paging.next, readsNext(paging) {
+        if let header = paging.nextHeader, paging.strategy.implementation.readsNext {
+            page.next = headerCursor(header, in: page.headers)
+        } else if let nextPointer = paging.next, readsNextInBody(paging) {
             var value = root.pointer(nextPointer)
             var at = nextPointer
             if value == nil || value?.kind == .null, let fallback = paging.nextFallback, let other = root.pointer(fallback) {
@@ -230,6 +254,8 @@ public struct PageCheck: Sendable {
     public struct Outcome: Sendable {
         /// The items' ids when they were asked for (else `[]`).
         public var ids: [Cursor?]
+        /// The items' incremental values when they were asked for (else `[]`).
+        public var marks: [IncrementalValue?] = []
         /// The items as jansson reads them, when they differ from the
         /// compacted bytes (an object repeated a key); `nil` otherwise.
         public var items: PageItems?
@@ -241,6 +267,8 @@ public struct PageCheck: Sendable {
     let membersBefore: [UInt32]
     /// Pointer to each item's id, when ids are wanted (`dedupe`).
     let idPointer: String?
+    /// Pointer to each item's incremental value, when those are wanted.
+    let markPointer: String?
     /// The page as sent, to name the place of an error.
     let body: [UInt8]
     let headers: [(name: String, value: String)]
@@ -260,6 +288,8 @@ public struct PageCheck: Sendable {
     public func run() throws -> Outcome {
         var ids: [Cursor?] = []
         if idPointer != nil { ids.reserveCapacity(items.count) }
+        var marks: [IncrementalValue?] = []
+        if markPointer != nil { marks.reserveCapacity(items.count) }
         // An id of the wrong kind is reported once every run is known to be
         // JSON, as when the page is parsed whole.
         var idFailure: LoadError?
@@ -273,13 +303,13 @@ public struct PageCheck: Sendable {
             let valid: Bool
             if first == 0 && end == items.count {
                 // One run holds them all: the array as it is.
-                valid = check(items.array, count: end, members: members, ids: &ids, idFailure: &idFailure)
+                valid = check(items.array, count: end, members: members, ids: &ids, marks: &marks, idFailure: &idFailure)
             } else {
                 run.removeAll(keepingCapacity: true)
                 run.append(UInt8(ascii: "["))
                 run.append(contentsOf: items.array[start..<items.span(end - 1).upperBound])
                 run.append(UInt8(ascii: "]"))
-                valid = check(run, count: end - first, members: members, ids: &ids, idFailure: &idFailure)
+                valid = check(run, count: end - first, members: members, ids: &ids, marks: &marks, idFailure: &idFailure)
             }
             guard valid else {
                 return try readWhole()
@@ -287,28 +317,33 @@ public struct PageCheck: Sendable {
             first = end
         }
         if let idFailure { throw idFailure }
-        return Outcome(ids: ids, items: nil)
+        return Outcome(ids: ids, marks: marks, items: nil)
     }
 
     /// Not JSON, or an object repeats a key: parses the page as sent, so
     /// that an error names the place in it and repeated keys resolve as
     /// jansson resolves them.
     private func readWhole() throws -> Outcome {
-        let whole = try UpstreamPage.decodeWhole(body, headers: headers, paging: paging, wantsIds: idPointer != nil)
+        let whole = try UpstreamPage.decodeWhole(body, headers: headers, paging: paging, wantsIds: idPointer != nil, markPointer: markPointer)
         guard whole.items.count == items.count else {
             throw LoadError.undecodable(PageDecodingFailure(
                 pointer: paging.items, message: "the items at '\(paging.items)' are not JSON"))
         }
-        return Outcome(ids: whole.ids, items: whole.items)
+        return Outcome(ids: whole.ids, marks: whole.marks, items: whole.items)
     }
 
     /// Parses one run of `count` items holding `members` object members;
     /// returns false when it is not JSON or an object in it repeats a key
-    /// (jansson then holds fewer members). Reads their ids while no id has
-    /// failed yet.
-    private func check(_ run: [UInt8], count: Int, members: Int, ids: inout [Cursor?], idFailure: inout LoadError?) -> Bool {
+    /// (jansson then holds fewer members). Reads their incremental values,
+    /// and their ids while no id has failed yet.
+    private func check(
+        _ run: [UInt8], count: Int, members: Int, ids: inout [Cursor?], marks: inout [IncrementalValue?], idFailure: inout LoadError?
+    ) -> Bool {
         let checked = try? JSON.parseScratch(run) { array -> Bool in
             guard array.kind == .array, array.count == count, array.memberCount == members else { return false }
+            if let markPointer {
+                for index in 0..<count { marks.append(array[index]?.pointer(markPointer).flatMap(IncrementalValue.init)) }
+            }
             guard let idPointer, idFailure == nil else { return true }
             for index in 0..<count {
                 do {

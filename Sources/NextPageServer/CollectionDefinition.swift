@@ -52,7 +52,8 @@ public struct CollectionDefinition: Sendable {
         case .command(let command): return CommandClient(source: command, collection: name, logger: logger)
         case .http(let http):
             let redactor = HTTPRedactor(
-                source: http, exemptQueryNames: HTTPRedactor.pagingNames(paging, pageSizeParam: options.pageSizeParam),
+                source: http, exemptQueryNames: HTTPRedactor.pagingNames(paging, pageSizeParam: options.pageSizeParam)
+                    .union(options.incremental?.param.map { [HTTPURL.encodeComponent($0)] } ?? []),
                 exemptHeaderNames: HTTPRedactor.pagingHeaderNames(paging))
             switch upstream {
             case .live:
@@ -66,7 +67,7 @@ public struct CollectionDefinition: Sendable {
                 // A replay never waits: the waiting happened when it was recorded.
                 let transport = ReplayTransport(
                     file: RecordingTransport.file(directory: directory, collection: name), redactor: redactor,
-                    cursorHeaders: HTTPRedactor.pagingHeaderNames(paging))
+                    cursorHeaders: Set(paging.header.map { [$0] } ?? []))
                 return HTTPPageClient(source: http, collection: name, transport: transport, retryPolicy: .immediate, logger: logger)
             }
         }
@@ -74,7 +75,8 @@ public struct CollectionDefinition: Sendable {
 
     /// A fresh collection for this definition (see `makeClient` for the defaults).
     public func makeCollection(name: String, upstream: UpstreamMode = .live, logger: Logger? = nil) -> PagedCollection {
-        PagedCollection(name: name, client: makeClient(name: name, upstream: upstream, logger: logger), paging: paging, options: options)
+        PagedCollection(
+            name: name, client: makeClient(name: name, upstream: upstream, logger: logger), paging: paging, options: options, logger: logger)
     }
 }
 

@@ -53,10 +53,11 @@ public struct DefinitionValidator: Sendable {
     static let fileSourceKeys: Set<String> = ["type", "dir", "maxBodyBytes"]
     static let collectionKeys: Set<String> = [
         "source", "paging", "pageSize", "pageSizeParam", "maxItems", "prefetch", "dedupe",
-        "onRepeatedCursor", "maxEmptyPages",
+        "onRepeatedCursor", "maxEmptyPages", "incremental",
     ]
     static let pagingKeys: Set<String> = [
         "strategy", "param", "limitParam", "start", "bodyPointer", "header", "items", "next", "id", "hasNext", "total",
+        "nextHeader",
     ]
 
     /// Validates a whole config file: `{"collections": {NAME: definition, ...}}`.
@@ -124,15 +125,17 @@ public struct DefinitionValidator: Sendable {
               let strategy = Paging.Strategy(rawValue: strategyName) else {
             throw DefinitionError(field: "\(pagingPath).strategy", expected: "one of \(strategyNames.joined(separator: ", "))")
         }
-        if strategy == .link, case .file = source {
-            throw DefinitionError(field: "\(pagingPath).strategy", expected: "a strategy the file source can serve (link reads HTTP headers)")
-        }
-        if strategy == .link, case .command = source {
-            throw DefinitionError(field: "\(pagingPath).strategy", expected: "a strategy the command source can serve (link reads HTTP headers)")
+        if let reason = strategy.implementation.needsResponseHeaders {
+            switch source {
+            case .file: throw DefinitionError(field: "\(pagingPath).strategy", expected: "a strategy the file source can serve (\(reason))")
+            case .command: throw DefinitionError(field: "\(pagingPath).strategy", expected: "a strategy the command source can serve (\(reason))")
+            case .http, .bundled: break
+            }
         }
         if case .http(let http) = source {
             try validateCursorPlacement(pagingJSON, strategy: strategy, source: http, pagingPath: pagingPath, sourcePath: field("source"))
         }
+        let nextHeader = try validateNextHeader(pagingJSON, strategy: strategy, source: source, pagingPath: pagingPath)
         let dedupe = try reader.bool("dedupe") ?? false
         var paging = Paging(
             strategy: strategy,
@@ -141,11 +144,12 @@ public struct DefinitionValidator: Sendable {
             start: try pagingReader.integer("start", min: 0).map(Int64.init),
             bodyPointer: try pagingReader.pointer("bodyPointer"),
             header: try pagingReader.string("header", nonEmpty: true),
-            items: try pagingReader.pointer("items") ?? "/items",
+            items: try pagingReader.pointer("items"),
             next: try pagingReader.pointer("next"),
             id: try pagingReader.pointer("id"),
             hasNext: try pagingReader.pointer("hasNext"),
-            total: try pagingReader.pointer("total"))
+            total: try pagingReader.pointer("total"),
+            nextHeader: nextHeader)
         if dedupe && paging.id == nil { paging.id = "/id" }
 
         var options = CollectionOptions()
@@ -161,6 +165,7 @@ public struct DefinitionValidator: Sendable {
             options.onRepeatedCursor = value
         }
         options.maxEmptyPages = try reader.integer("maxEmptyPages", min: 0) ?? options.maxEmptyPages
+        options.incremental = try validateIncremental(json["incremental"], source: source, paging: paging, options: options, at: field("incremental"))
         return CollectionDefinition(source: source, paging: paging, options: options)
     }
 
@@ -275,7 +280,7 @@ extension DefinitionValidator {
         if bodyPointer != nil && header != nil {
             throw DefinitionError(field: "\(pagingPath).header", expected: "either bodyPointer or header, not both")
         }
-        if HTTPPageClient.cursorIsURL(strategy) {
+        if strategy.implementation.cursorIsURL {
             if bodyPointer != nil {
                 throw DefinitionError(field: "\(pagingPath).bodyPointer", expected: "no bodyPointer with the \(strategy.rawValue) strategy (its cursor is the next URL)")
             }

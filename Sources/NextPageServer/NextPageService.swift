@@ -121,7 +121,11 @@ public final class NextPageService: RPCHandler {
             await persist(collection)
             return { @Sendable [self] in try await persisting(collection) { try await Self.page(collection, ticket, fields) } }
         case "reset":
-            await collection.reset()
+            if try params.bool("forgetIncremental") == true {
+                await collection.forgetIncremental()
+            } else {
+                await collection.reset()
+            }
             await persist(collection)
             let state = Wire.state(name, await collection.state)
             return { @Sendable in state }

@@ -31,6 +31,11 @@ public struct StateFileError: Error, Sendable, CustomStringConvertible {
 ///     {"version": 1, "collections": {"demo": {"hasNext": true, "lastId": "page-3",
 ///      "count": 50, "pages": 2, "lastError": null}}}
 ///
+/// plus, for an `auto` collection whose walk has picked its paging,
+/// `"paging": {"strategy", "items", ...}` (see `PagingPick`), so that a
+/// resumed walk goes on the same way, and for an incremental collection
+/// `"incremental": {"value", "seen", ...}` (see `IncrementalState`).
+///
 /// It is replaced atomically: the new content goes to a temporary file in
 /// the same folder, which is flushed to disk (`fsync`), renamed over the
 /// state file, and the folder is flushed too. A process killed at any moment
@@ -219,10 +224,31 @@ public final class StateStore: @unchecked Sendable {
                 "pages": .integer(state.pages),
                 "lastError": state.lastError.map(RawJSON.string) ?? .null,
                 "emptyPages": state.emptyPages > 0 ? .integer(state.emptyPages) : nil,
+                "paging": state.pick?.json,
+                "incremental": state.incremental.map(encode),
             ]))
         }
         let document = RawJSON.object(["version": .integer(version), "collections": .object(entries)])
         return document.bytes + [UInt8(ascii: "\n")]
+    }
+
+    /// `{"value", "seen", "withoutValue"?, "boundary"?, "seenBoundary"?}`; digests as 16 hex digits, sorted.
+    static func encode(_ incremental: IncrementalState) -> RawJSON {
+        func digests(_ set: Set<UInt64>) -> RawJSON? {
+            set.isEmpty ? nil : .array(set.sorted().map { .string(hex($0)) })
+        }
+        return .object([
+            "value": incremental.value?.json ?? .null,
+            "seen": incremental.seen?.json ?? .null,
+            "withoutValue": incremental.withoutValue > 0 ? .integer(incremental.withoutValue) : nil,
+            "boundary": digests(incremental.boundary),
+            "seenBoundary": digests(incremental.seenBoundary),
+        ])
+    }
+
+    static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 
     /// Reads a state file's bytes; errors name the field at fault.
@@ -274,9 +300,52 @@ public final class StateStore: @unchecked Sendable {
                 }
                 state.emptyPages = count
             }
+            if let pick = entry["paging"], !pick.isNull {
+                switch PagingPick.from(pick) {
+                case .success(let value): state.pick = value
+                case .failure(let error):
+                    throw invalid("\(field).paging\(error.field.isEmpty ? "" : "." + error.field)", error.expected)
+                }
+            }
+            if let incremental = entry["incremental"], !incremental.isNull {
+                state.incremental = try decodeIncremental(incremental, field: "\(field).incremental", invalid: invalid)
+            }
             states[name] = state
         }
         return states
+    }
+
+    private static func decodeIncremental(
+        _ json: JSON, field: String, invalid: (String, String) -> StateFileError
+    ) throws(StateFileError) -> IncrementalState {
+        guard json.kind == .object else { throw invalid(field, "an object") }
+        var state = IncrementalState()
+        for key in ["value", "seen"] {
+            guard let member = json[key], !member.isNull else { continue }
+            guard let value = IncrementalValue(member) else { throw invalid("\(field).\(key)", "a string, a number or null") }
+            if key == "value" { state.value = value } else { state.seen = value }
+        }
+        if let member = json["withoutValue"] {
+            guard let count = member.integer, 0...maxCounter ~= count, let value = Int(exactly: count) else {
+                throw invalid("\(field).withoutValue", "an integer from 0 to \(maxCounter)")
+            }
+            state.withoutValue = value
+        }
+        for key in ["boundary", "seenBoundary"] {
+            guard let member = json[key], !member.isNull else { continue }
+            guard member.kind == .array, member.count <= IncrementalState.maxBoundary else {
+                throw invalid("\(field).\(key)", "an array of at most \(IncrementalState.maxBoundary) digests")
+            }
+            var digests: Set<UInt64> = []
+            for element in member.elements {
+                guard let text = element.string, text.utf8.count == 16, let digest = UInt64(text, radix: 16) else {
+                    throw invalid("\(field).\(key)", "digests of 16 hex digits")
+                }
+                digests.insert(digest)
+            }
+            if key == "boundary" { state.boundary = digests } else { state.seenBoundary = digests }
+        }
+        return state
     }
 }
 

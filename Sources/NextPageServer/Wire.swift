@@ -14,6 +14,15 @@ enum Wire {
             "count": .integer(state.count),
             "pages": .integer(state.pages),
             "lastError": state.lastError.map(RawJSON.string) ?? .null,
+            // What an `auto` collection's walk picked from its first page (null before it).
+            "paging": state.picksPaging ? state.pick?.json ?? .null : nil,
+            "incremental": state.incremental.map { incremental in
+                .object([
+                    "value": incremental.value?.json ?? .null,
+                    "seen": incremental.seen?.json ?? .null,
+                    "withoutValue": .integer(incremental.withoutValue),
+                ])
+            },
         ])
     }
 
@@ -52,6 +61,10 @@ enum Wire {
             ]))
         case .cancelled:
             return .cancelled
+        case .definition(let field, let expected):
+            return RPCError(
+                code: -32004, message: "Invalid collection definition of \(collection), as its first page shows: \(field): expected \(expected)",
+                data: .object(["field": .string(field), "expected": .string(expected)]))
         }
     }
 
@@ -108,6 +121,12 @@ struct Params {
         case .success(let cursor): return cursor
         case .failure: throw .invalidParams(field: key, expected: "a string, an integer or null")
         }
+    }
+
+    func bool(_ key: String) throws(RPCError) -> Bool? {
+        guard let value = object?[key], !value.isNull else { return nil }
+        guard let flag = value.bool else { throw .invalidParams(field: key, expected: "true or false") }
+        return flag
     }
 
     func raw(_ key: String) -> JSON? { object?[key] }

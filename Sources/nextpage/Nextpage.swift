@@ -248,6 +248,9 @@ struct CheckConfig: ParsableCommand {
             let collections = try ServerLauncher.loadConfig(
                 file, validator: DefinitionValidator(baseDirectory: ServerLauncher.directoryName(of: file)))
             print("\(file): ok, \(collections.count) collection(s): \(collections.map(\.name).joined(separator: ", "))")
+            for (name, definition) in collections where definition.paging.strategy.implementation.settlesFromFirstPage {
+                print("\(name): paging.strategy \(definition.paging.strategy.rawValue): decided from the first page of each walk (status shows what was picked)")
+            }
             for (name, definition) in collections {
                 if let reason = definition.unavailable {
                     printError("nextpage: note: collection '\(name)' cannot fetch here: \(reason)")

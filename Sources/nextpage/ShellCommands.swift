@@ -14,7 +14,8 @@ import NextPageServer
 enum ShellExit {
     /// `next`: the collection was already at its end; nothing was loaded.
     static let atEnd: Int32 = 1
-    /// The config file cannot be used, or the collection is not defined in it.
+    /// The config file cannot be used, or the collection is not defined in
+    /// it, or its definition cannot walk what the source sent (`auto`).
     static let config: Int32 = 2
     /// The state file cannot be read, is not a state file, or cannot be written.
     static let state: Int32 = 3
@@ -78,9 +79,11 @@ struct Next: AsyncParsableCommand {
         discussion: """
             With --state F the cursor is kept in F, so each run prints the page after the last one:
               while nextpage next demo --state demo.state > page.json; do jq -c '.items[]' page.json; done
+            An incremental collection at its end starts a new walk, sending the largest value seen.
             Exit status: 0 a page was loaded; 1 the collection was already at its end (the page printed \
-            has no items); 2 bad config or unknown collection; 3 state file unusable; 4 the source failed; \
-            5 stdout cannot be written, or another error.
+            has no items; for an incremental collection, the new walk found nothing new); 2 bad config or \
+            unknown collection; 3 state file unusable; 4 the source failed; 5 stdout cannot be written, \
+            or another error.
             """)
 
     @Argument(help: "The collection.")
@@ -92,11 +95,18 @@ struct Next: AsyncParsableCommand {
         // One page and exit: a page fetched ahead would be fetched for nobody.
         let session = try await options.openSession(prefetch: false)
         let params = RawJSON.object(["collection": .string(collection)])
-        let before = try await call(session, "status", params)
+        let before = try (await call(session, "status", params)).parsed()
+        let atEnd = before["hasNext"]?.bool == false
+        let newWalk = atEnd && before["incremental"] != nil
+        // An incremental collection at its end: the next walk asks for what changed since.
+        if newWalk { _ = try await call(session, "reset", params) }
         let page = try await committing(session) { try await call(session, "loadNext", params) }
         writeOut(page.bytes + [UInt8(ascii: "\n")])
         try commit(session)
-        if (try? before.parsed())?["hasNext"]?.bool == false {
+        // A new walk that ends at once with nothing is the end too, so a `while nextpage next` loop stops.
+        let printed = try? page.parsed()
+        let nothingNew = (printed?["items"]?.count ?? 0) == 0 && printed?["hasNext"]?.bool == false
+        if atEnd && (!newWalk || nothingNew) {
             throw ExitCode(ShellExit.atEnd)
         }
     }
@@ -108,7 +118,8 @@ struct All: AsyncParsableCommand {
         abstract: "Print every item of a collection, one line of compact JSON each, as the source wrote it (a loadAll).",
         discussion: """
             Continues from where the collection stands (with --state, from the saved cursor) to the end of \
-            the source or a limit. A progress line (items, pages, rate) is shown on stderr when stderr is a \
+            the source or a limit; an incremental collection at its end starts a new walk, which prints \
+            only what changed since the last one. A progress line (items, pages, rate) is shown on stderr when stderr is a \
             terminal. Exit status: 0 the end or a limit was reached; 2 bad config or unknown collection; \
             3 state file unusable; 4 the source failed (the items printed so far stay printed and saved); \
             5 stdout cannot be written, or another error.
@@ -140,6 +151,12 @@ struct All: AsyncParsableCommand {
             "maxItems": maxItems.map(RawJSON.integer),
             "maxPages": maxPages.map(RawJSON.integer),
         ])
+        // An incremental collection at its end: the next walk asks for what changed since.
+        let collectionParams = RawJSON.object(["collection": .string(collection)])
+        let before = try (await call(session, "status", collectionParams)).parsed()
+        if before["hasNext"]?.bool == false, before["incremental"] != nil {
+            _ = try await call(session, "reset", collectionParams)
+        }
         // Without a state file nothing of the last page is kept for later:
         // it can stop at the Nth item itself.
         let budget = ItemBudget(options.state == nil ? maxItems : nil)
@@ -190,16 +207,25 @@ struct All: AsyncParsableCommand {
 struct Reset: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reset",
-        abstract: "Reset a collection (with --state, its saved cursor too) and print its fresh State.")
+        abstract: "Reset a collection (with --state, its saved cursor too) and print its fresh State.",
+        discussion: """
+            An incremental collection keeps the largest value seen (the next walk still asks only for what \
+            changed since) unless --forget-incremental is given.
+            """)
 
     @Argument(help: "The collection.")
     var collection: String
+
+    @Flag(help: "Forget an incremental collection's value too: the next walk is a first one again.")
+    var forgetIncremental = false
 
     @OptionGroup var options: SessionOptions
 
     func run() async throws {
         let session = try await options.openSession()
-        let state = try await call(session, "reset", RawJSON.object(["collection": .string(collection)]))
+        let state = try await call(session, "reset", RawJSON.object([
+            "collection": .string(collection), "forgetIncremental": forgetIncremental ? .true : nil,
+        ]))
         writeOut(state.bytes + [UInt8(ascii: "\n")])
         try commit(session)
     }
@@ -224,6 +250,10 @@ private func call(
             let name = data?["collection"]?.string ?? "?"
             printError("nextpage: collection '\(name)': \(error.message)")
             throw ExitCode(ShellExit.upstream)
+        case -32004:
+            // The definition cannot walk what the source sent (an `auto` first page that shows no way of paging).
+            printError("nextpage: \(error.message)")
+            throw ExitCode(ShellExit.config)
         default:
             printError("nextpage: \(error.message) (JSON-RPC error \(error.code))")
             throw ExitCode(ShellExit.failure)

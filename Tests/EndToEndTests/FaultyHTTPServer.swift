@@ -7,6 +7,8 @@ import Glibc
 enum HTTPFault: Sendable {
     /// A complete answer (`Content-Length` is added).
     case respond(status: Int, contentType: String, body: [UInt8])
+    /// A complete answer with these headers, in order (`Content-Length` is added).
+    case answer(status: Int, headers: [(String, String)], body: [UInt8])
     /// Declares `declaredLength` body bytes, sends `sent` of them, then
     /// resets the connection (TCP RST).
     case resetMidBody(declaredLength: Int, sent: [UInt8])
@@ -178,6 +180,10 @@ final class FaultyHTTPServer: @unchecked Sendable {
         switch answer {
         case .respond(let status, let contentType, let body):
             let head = "HTTP/1.1 \(status) \(status == 200 ? "OK" : "Status")\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n\r\n"
+            return send(Array(head.utf8), on: fd) && sendBody(body, on: fd)
+        case .answer(let status, let headers, let body):
+            let lines = headers.map { "\($0.0): \($0.1)\r\n" }.joined()
+            let head = "HTTP/1.1 \(status) \(status == 200 ? "OK" : "Status")\r\n\(lines)Content-Length: \(body.count)\r\n\r\n"
             return send(Array(head.utf8), on: fd) && sendBody(body, on: fd)
         case .resetMidBody(let declared, let sent):
             _ = send(Array(headOf(length: declared).utf8), on: fd) && sendBody(sent, on: fd)

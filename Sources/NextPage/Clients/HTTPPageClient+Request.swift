@@ -22,14 +22,9 @@ extension HTTPPageClient {
         }
     }
 
-    /// Whether a strategy's cursor is the URL of the next page (`link`, `nextUrl`).
-    public static func cursorIsURL(_ strategy: Paging.Strategy) -> Bool {
-        strategy == .link || strategy == .nextUrl
-    }
-
     /// The request that fetches the page `request` names.
     ///
-    /// For `link` and `nextUrl` a cursor is a URL, requested exactly as given
+    /// For `link` and `nextUrl` (strategies whose `cursorIsURL`) a cursor is a URL, requested exactly as given
     /// (relative URLs resolved against the URL that answered last; bytes
     /// that can never appear in a URL percent-encoded) with the source's
     /// method, headers and body. Otherwise the request goes to `source.url`
@@ -37,10 +32,13 @@ extension HTTPPageClient {
     /// `paging` says: query parameter values are percent-encoded outside
     /// `A-Z a-z 0-9 - . _ ~`, bodies and headers carry the cursor verbatim (a
     /// JSON string, or a number for `page` and `offset`). `pageSize` goes as
-    /// `pageSizeParam`, and as `paging.limitParam` for `offset`; the cursor
+    /// `pageSizeParam`, and as `paging.limitParam` for `offset` (`sendsLimit`); the cursor
     /// and the page size replace a `source.query` item of the same name. A next-page
     /// URL (`link`, `nextUrl`) is followed as given, except that it gets
-    /// `pageSizeParam` when it lacks one, so every request asks for `pageSize`.
+    /// `pageSizeParam` when it lacks one, so every request asks for `pageSize`,
+    /// and the incremental value likewise. The incremental value
+    /// (`incrementalQuery`) goes before the cursor, replacing a `query` item
+    /// of its name.
     ///
     /// A next-page URL on another origin than `source.url` is sent without
     /// the source's secret headers (`Authorization`, `Cookie`, `X-Api-Key`, ...).
@@ -55,11 +53,14 @@ extension HTTPPageClient {
             body = source.body.flatMap { try? $0.parsed() } ?? (paging.bodyPointer != nil ? JSON.object() : nil)
         }
         let url: String
-        if Self.cursorIsURL(paging.strategy), let cursor = request.cursor {
+        if paging.strategy.implementation.cursorIsURL, let cursor = request.cursor {
             let base = lastURL.withLockedValue { $0 } ?? source.url
             var next = HTTPURL.resolve(cursor.text, against: base)
             if let size = request.pageSize, let name = request.pageSizeParam, !HTTPURL.hasQueryItem(named: name, in: next) {
                 next = HTTPURL.settingQueryItems([(name, String(size))], in: next)
+            }
+            if let query = request.incrementalQuery, !HTTPURL.hasQueryItem(named: query.name, in: next) {
+                next = HTTPURL.settingQueryItems([query], in: next)
             }
             url = HTTPURL.encodeIllegal(next)
             // A next-page URL on another origin (scheme, host, port) gets no
@@ -75,6 +76,7 @@ extension HTTPPageClient {
                 items.removeAll { $0.name == name }
                 items.append((name, value))
             }
+            if let query = request.incrementalQuery { set(query.name, query.value) }
             if let cursor = request.cursor {
                 switch CursorPlacement(paging) {
                 case .query(let name):
@@ -100,8 +102,9 @@ extension HTTPPageClient {
                 }
             }
             if let size = request.pageSize {
-                if paging.strategy == .offset { set(paging.limitParam, String(size)) }
-                if let name = request.pageSizeParam, !(paging.strategy == .offset && name == paging.limitParam) {
+                let sendsLimit = paging.strategy.implementation.sendsLimit
+                if sendsLimit { set(paging.limitParam, String(size)) }
+                if let name = request.pageSizeParam, !(sendsLimit && name == paging.limitParam) {
                     set(name, String(size))
                 }
             }

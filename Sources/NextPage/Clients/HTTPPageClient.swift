@@ -43,7 +43,8 @@ public struct HTTPPageClient: Client {
     public func fetch<R: Request>(_ request: R) async throws -> UpstreamResponse {
         if Task.isCancelled { throw LoadError.cancelled }
         let redactor = HTTPRedactor(
-            source: source, exemptQueryNames: HTTPRedactor.pagingNames(request.paging, pageSizeParam: request.pageSizeParam),
+            source: source, exemptQueryNames: HTTPRedactor.pagingNames(request.paging, pageSizeParam: request.pageSizeParam)
+                .union(request.incrementalQuery.map { [HTTPURL.encodeComponent($0.name)] } ?? []),
             exemptHeaderNames: HTTPRedactor.pagingHeaderNames(request.paging))
         let exchange = try exchangeRequest(for: request)
         let shown = "\(exchange.method) \(redactor.url(exchange.url))"

@@ -84,9 +84,10 @@ public struct HTTPRedactor: Sendable {
         return Set(names.map(HTTPURL.encodeComponent))
     }
 
-    /// The header that carries the cursor, which is never redacted.
+    /// The headers that carry cursors (`paging.header` in requests,
+    /// `paging.nextHeader` in responses), which are never redacted.
     public static func pagingHeaderNames(_ paging: Paging) -> Set<String> {
-        paging.header.map { [$0.lowercased()] } ?? []
+        Set([paging.header, paging.nextHeader].compactMap { $0?.lowercased() })
     }
 
     /// Whether a header with this name carries a secret.

@@ -3,6 +3,8 @@
 public struct CursorStrategy: PagingStrategy {
     public init() {}
 
+    public var defaultNext: String? { "/next_cursor" }
+
     public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: LoadedBefore) -> Advance {
         resolve(next: page.next, page: page, otherwise: true)
     }
@@ -12,6 +14,12 @@ public struct CursorStrategy: PagingStrategy {
 /// used as the cursor; the end is a missing, null or empty URL.
 public struct NextURLStrategy: PagingStrategy {
     public init() {}
+
+    /// SPEC's "`/links/next`, `/next`": the first, then the second when the
+    /// page holds nothing at the first.
+    public var defaultNext: String? { "/links/next" }
+    public var nextFallback: String? { "/next" }
+    public var cursorIsURL: Bool { true }
 
     public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: LoadedBefore) -> Advance {
         resolve(next: page.next, page: page, otherwise: true)

@@ -4,6 +4,12 @@
 public struct LastIdStrategy: PagingStrategy {
     public init() {}
 
+    public var defaultParam: String { "since_id" }
+    public var needsLastItemId: Bool { true }
+    public var defaultId: String? { "/id" }
+    /// Stripe and its like: `/has_more` ends the walk when the page has one.
+    public var hasNextFallback: String? { "/has_more" }
+
     public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: LoadedBefore) -> Advance {
         // An empty page keeps the cursor it was fetched with.
         let next = page.lastItemId ?? request.cursor

@@ -4,6 +4,9 @@
 public struct LinkStrategy: PagingStrategy {
     public init() {}
 
+    public var cursorIsURL: Bool { true }
+    public var needsResponseHeaders: String? { "link reads HTTP headers" }
+
     public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: LoadedBefore) -> Advance {
         let values = page.headers.filter { $0.name.lowercased() == "link" }.map(\.value)
         let next = LinkHeader.parse(values).first { $0.relations.contains("next") }?.target

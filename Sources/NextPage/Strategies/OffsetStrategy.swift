@@ -5,6 +5,10 @@
 public struct OffsetStrategy: PagingStrategy {
     public init() {}
 
+    public var defaultParam: String { "offset" }
+    public var defaultStart: Int64 { 0 }
+    public var sendsLimit: Bool { true }
+
     public func firstCursor(_ paging: Paging) -> Cursor? { .integer(paging.start) }
 
     public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: LoadedBefore) -> Advance {

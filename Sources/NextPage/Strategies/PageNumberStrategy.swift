@@ -4,6 +4,8 @@
 public struct PageNumberStrategy: PagingStrategy {
     public init() {}
 
+    public var defaultParam: String { "page" }
+
     public func firstCursor(_ paging: Paging) -> Cursor? { .integer(paging.start) }
 
     public func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: LoadedBefore) -> Advance {

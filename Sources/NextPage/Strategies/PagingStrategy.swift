@@ -13,6 +13,12 @@ public struct Advance: Sendable, Equatable {
 }
 
 /// A way of walking a paginated source (SPEC §5, `paging.strategy`).
+///
+/// A strategy is one conforming type, one case of `Paging.Strategy` (see
+/// `Paging.Strategy.implementation`) and its name in the schemas: every
+/// decision that differs between strategies (where the cursor comes from,
+/// whether it is a URL, what `paging` defaults to) is a requirement here,
+/// and the rest of the code asks the strategy instead of naming it.
 public protocol PagingStrategy: Sendable {
     /// The cursor sent with the first page.
     ///
@@ -23,6 +29,82 @@ public protocol PagingStrategy: Sendable {
     /// just fetched with `request`; `loadedBefore` counts the items and pages
     /// received before it.
     func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: LoadedBefore) -> Advance
+
+    /// The query parameter that carries the cursor when `paging.param` is not given.
+    ///
+    /// The default implementation returns `"cursor"`.
+    var defaultParam: String { get }
+
+    /// Where the next cursor is read in a page when `paging.next` is not
+    /// given; `nil` for a strategy that does not read one.
+    ///
+    /// The default implementation returns `nil`.
+    var defaultNext: String? { get }
+
+    /// Where the next cursor is read when `paging.next` was not given and the
+    /// page holds nothing (missing or null) at `defaultNext`.
+    ///
+    /// The default implementation returns `nil` (no second place).
+    var nextFallback: String? { get }
+
+    /// Whether the next cursor is read from the page, at `paging.next` (or
+    /// from the response header `paging.nextHeader`).
+    ///
+    /// The default implementation returns whether `defaultNext` is set.
+    var readsNext: Bool { get }
+
+    /// Whether the cursor is the URL of the next page, requested as given,
+    /// rather than a value put into the source's own request.
+    ///
+    /// The default implementation returns `false`.
+    var cursorIsURL: Bool { get }
+
+    /// Whether the cursor is the id (`paging.id`) of the page's last item,
+    /// which decoding then reads.
+    ///
+    /// The default implementation returns `false`.
+    var needsLastItemId: Bool { get }
+
+    /// The pointer into an item to its id when `paging.id` is not given.
+    ///
+    /// The default implementation returns `nil` (ids are read only for `dedupe`).
+    var defaultId: String? { get }
+
+    /// Where a boolean saying whether there is more is read when
+    /// `paging.hasNext` is not given; only a boolean found there counts.
+    ///
+    /// The default implementation returns `nil`.
+    var hasNextFallback: String? { get }
+
+    /// The first page number or offset when `paging.start` is not given.
+    ///
+    /// The default implementation returns 1.
+    var defaultStart: Int64 { get }
+
+    /// Whether `pageSize` is also sent as `paging.limitParam`.
+    ///
+    /// The default implementation returns `false`.
+    var sendsLimit: Bool { get }
+
+    /// Why a source without response headers (`file`, `command`) cannot serve
+    /// this strategy, or `nil` when any source can.
+    ///
+    /// The default implementation returns `nil`.
+    var needsResponseHeaders: String? { get }
+
+    /// Whether the paging of a walk is decided from the answer to its first
+    /// request (`settle(_:after:)`), rather than fixed by the definition.
+    ///
+    /// The default implementation returns `false`.
+    var settlesFromFirstPage: Bool { get }
+
+    /// The paging a walk goes by, decided from `response`, the answer to its
+    /// first request, and the definition's `paging`; called only when
+    /// `settlesFromFirstPage`. Throws `LoadError.definition` when the page
+    /// does not show how to walk on, or `LoadError.undecodable`.
+    ///
+    /// The default implementation returns `paging` unchanged.
+    func settle(_ paging: Paging, after response: UpstreamResponse) throws(LoadError) -> Paging
 }
 
 /// The items and pages received from the source before a page, since the
@@ -50,6 +132,19 @@ public struct LoadedBefore: Sendable, Equatable {
 
 extension PagingStrategy {
     public func firstCursor(_ paging: Paging) -> Cursor? { nil }
+    public var defaultParam: String { "cursor" }
+    public var defaultNext: String? { nil }
+    public var nextFallback: String? { nil }
+    public var readsNext: Bool { defaultNext != nil }
+    public var cursorIsURL: Bool { false }
+    public var needsLastItemId: Bool { false }
+    public var defaultId: String? { nil }
+    public var hasNextFallback: String? { nil }
+    public var defaultStart: Int64 { 1 }
+    public var sendsLimit: Bool { false }
+    public var needsResponseHeaders: String? { nil }
+    public var settlesFromFirstPage: Bool { false }
+    public func settle(_ paging: Paging, after response: UpstreamResponse) throws(LoadError) -> Paging { paging }
 
     /// The end test shared by every strategy: a `hasNext` pointer, when given,
     /// decides; without a cursor to continue from there is nothing more (and
@@ -96,6 +191,7 @@ extension Paging.Strategy {
         case .offset: return OffsetStrategy()
         case .link: return LinkStrategy()
         case .nextUrl: return NextURLStrategy()
+        case .auto: return AutoStrategy()
         }
     }
 }
