@@ -5,7 +5,8 @@ import NextPage
 /// The wire shapes of SPEC §3 (Page, State) and the one conversion from
 /// internal errors to JSON-RPC errors (SPEC §6).
 enum Wire {
-    static func state(_ collection: String, _ state: NextPageState) -> RawJSON {
+    /// A State; `rateLimit` when the source reported one (SPEC §10).
+    static func state(_ collection: String, _ state: NextPageState, rateLimit: RateLimitStatus? = nil) -> RawJSON {
         .object([
             "collection": .string(collection),
             "hasNext": .bool(state.hasNext),
@@ -14,7 +15,20 @@ enum Wire {
             "count": .integer(state.count),
             "pages": .integer(state.pages),
             "lastError": state.lastError.map(RawJSON.string) ?? .null,
+            "rateLimit": rateLimit.map { limit in
+                .object([
+                    "remaining": limit.remaining.map(RawJSON.integer) ?? .null,
+                    "resetAt": limit.resetAt.map { .integer(unixSeconds($0)) } ?? .null,
+                ])
+            },
         ])
+    }
+
+    /// Unix seconds as a whole number, rounded up (a retry at `retryAt` is
+    /// never early).
+    static func unixSeconds(_ value: Double) -> Int {
+        guard value.isFinite else { return value > 0 ? Int(Int32.max) : 0 }
+        return Int(min(max(value.rounded(.up), 0), 1e15))
     }
 
     static func page(_ collection: String, _ result: PageResult) -> RawJSON {
@@ -40,6 +54,7 @@ enum Wire {
                 "attempts": .integer(failure.attempts),
                 "retryable": .bool(failure.retryable),
                 "message": .string(failure.message),
+                "retryAt": failure.retryAt.map { .integer(unixSeconds($0)) },
             ]))
         case .undecodable(let failure):
             return RPCError(code: -32003, message: "Upstream page not understood: \(failure.message)", data: .object([
