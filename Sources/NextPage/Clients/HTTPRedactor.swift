@@ -147,9 +147,9 @@ public struct HTTPRedactor: Sendable {
         return scrub(items.joined(separator: "&"))
     }
 
-    /// The JSON answer of a token endpoint with the values of its
+    /// The JSON answer of a token endpoint with the string values of its
     /// secret-looking members (`access_token`, `refresh_token`,
-    /// `id_token`, ...) replaced at any depth, and every known secret
+    /// `id_token`, ...; not `token_type`) replaced at any depth, and every known secret
     /// scrubbed; `nil` when it is not JSON. The tokens it hands out are
     /// not known yet when it is recorded, so they go by name.
     public func credentialAnswer(_ bytes: [UInt8]) -> [UInt8]? {
@@ -161,7 +161,7 @@ public struct HTTPRedactor: Sendable {
             case .object:
                 let copy = JSON.object()
                 for (key, member) in value.members {
-                    copy.set(key, Self.isSecretQueryName(key) && member.kind != .object && member.kind != .array
+                    copy.set(key, Self.isSecretQueryName(key) && key != "token_type" && member.kind == .string
                         ? .string(Self.placeholder) : clean(member))
                 }
                 return copy
