@@ -1,19 +1,5 @@
 import NIOConcurrencyHelpers
 
-/// What a collection's `status` shows of its source's rate limit:
-/// `rateLimit: {"remaining", "resetAt"}`.
-public struct RateLimitStatus: Sendable, Equatable {
-    /// Requests left in the window, as the server last said.
-    public var remaining: Int?
-    /// When the window resets, in Unix seconds, as the server last said.
-    public var resetAt: Double?
-
-    public init(remaining: Int?, resetAt: Double?) {
-        self.remaining = remaining
-        self.resetAt = resetAt
-    }
-}
-
 /// What the server said about its rate limit for one origin and one set of
 /// credentials, shared by every collection that uses both
 /// (`HTTPSourceEnvironment`): when one collection's answer says the limit is
