@@ -106,6 +106,9 @@ if Context.environment["NEXTPAGE_FUZZ"] == "1" {
         fuzzTarget("requests", [
             "JSONRPC", "Jansson", "NextPage", "NextPageServer", .product(name: "Logging", package: "swift-log"),
         ]),
+        fuzzTarget("mcp", [
+            "JSONRPC", "Jansson", "NextPage", "NextPageServer", .product(name: "Logging", package: "swift-log"),
+        ]),
         fuzzTarget("pages", ["NextPage", "Jansson"]),
         fuzzTarget("link-header", ["NextPage"]),
         fuzzTarget("file-name", ["NextPage"]),

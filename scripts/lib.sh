@@ -48,6 +48,16 @@ ensure_python_module() {
   python3 -m pip install --quiet "$package" >&2 || python3 -m pip install --quiet --break-system-packages "$package" >&2
 }
 
+# The editors whose JSON-RPC clients Tests/Editors drives: Neovim (its
+# vim.lsp.rpc client) and Emacs (jsonrpc.el, Eglot's transport), from Debian
+# when the command is missing (an nvim or emacs already installed is used).
+ensure_editors() {
+  local packages=()
+  command -v nvim > /dev/null || packages+=(neovim)
+  command -v emacs > /dev/null || packages+=(emacs-nox)
+  [ ${#packages[@]} -eq 0 ] || ensure_apt_packages "${packages[@]}"
+}
+
 # jq, which scripts/examples/coproc.sh uses to read replies.
 ensure_jq() {
   ensure_apt_packages jq
@@ -66,4 +76,18 @@ if ids != list(range(1, 251)):
     sys.exit(f"{name}: expected the demo's items 1..250 once each, in order; got {len(ids)} lines: {ids[:5]}...")
 print(f"{name}: 250 demo items, each exactly once")
 PY
+}
+
+# A Python virtual environment at DIR (created when missing) with the
+# packages REQUIREMENT... installed; prints DIR/bin/python. For clients a
+# test needs in versions of their own (the MCP SDK's 1.x and 2.x).
+ensure_venv() {
+  local dir="$1"
+  shift
+  if [ ! -x "$dir/bin/python" ]; then
+    echo "creating $dir: $*" >&2
+    python3 -m venv "$dir" >&2
+  fi
+  "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "$@" >&2
+  echo "$dir/bin/python"
 }

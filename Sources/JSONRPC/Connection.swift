@@ -100,7 +100,8 @@ public struct ConnectionOptions: Sendable {
 ///
 /// One thread reads and frames input; messages are dispatched in arrival
 /// order; requests run concurrently; one `OutputWriter` writes replies.
-/// Handles `$/cancelRequest`, `shutdown` and `exit` itself.
+/// Handles cancellation (`$/cancelRequest`, MCP's `notifications/cancelled`),
+/// `shutdown` and `exit` itself.
 ///
 /// Back-pressure: while more than `maxPendingOutputBytes` of output wait
 /// for a peer that does not read, the reader stops reading, the dispatch
@@ -348,7 +349,7 @@ public final class Connection: @unchecked Sendable {
                     members.append(Admitted(id: .null, work: { @Sendable in throw BatchReply(message: error) }, actions: CancelActions()))
                 case .request(let request):
                     // A cancel reaches the members before it in its own batch too.
-                    if let target = Self.cancelTarget(request) { Self.cancel(target, in: &members) }
+                    if let target = Self.cancelTarget(request) { Self.cancel(target.id, silently: target.silently, in: &members) }
                     if let end = control(request) {
                         ending = end
                         if !request.isNotification {
@@ -379,6 +380,8 @@ public final class Connection: @unchecked Sendable {
         /// Whether a `$/cancelRequest` reached it before it started: it
         /// starts cancelled, and ends with -32800 whatever its speed.
         var cancelled = false
+        /// Whether that cancellation asked for no reply (MCP's `notifications/cancelled`).
+        var silently = false
     }
 
     /// What waits for the rest of its read: one request, or a batch's members.
@@ -388,9 +391,10 @@ public final class Connection: @unchecked Sendable {
     }
 
     /// Cancels, before they start, the members of `members` that `id` names.
-    private static func cancel(_ id: RequestID, in members: inout [Admitted]) {
+    private static func cancel(_ id: RequestID, silently: Bool, in members: inout [Admitted]) {
         for index in members.indices where members[index].id == id {
             members[index].cancelled = true
+            members[index].silently = silently
             members[index].actions.fire()
         }
     }
@@ -412,7 +416,7 @@ public final class Connection: @unchecked Sendable {
                 startBatch(pending.members)
             } else if let single = pending.members.first, let work = single.work {
                 let tracker = self.tracker
-                spawn(id: single.id, cancelled: single.cancelled, actions: single.actions) { [self] token in
+                spawn(id: single.id, cancelled: single.cancelled, silently: single.silently, actions: single.actions) { [self] token in
                     if let reply = await Self.perform(work, id: single.id, tracker: tracker, token: token) { emit(reply) }
                 }
             }
@@ -429,7 +433,7 @@ public final class Connection: @unchecked Sendable {
             members.enumerated().compactMap { index, member in
                 guard let work = member.work else { return nil }
                 let token = firstMember + index
-                if member.cancelled { tracker.cancelledBeforeStart(token) }
+                if member.cancelled { tracker.cancelledBeforeStart(token, silently: member.silently) }
                 // It cannot finish before it is registered: `memberFinished` waits for the lock.
                 let task = Task {
                     if member.cancelled { withUnsafeCurrentTask { $0?.cancel() } }
@@ -451,20 +455,31 @@ public final class Connection: @unchecked Sendable {
         }
     }
 
-    /// The id a `$/cancelRequest` names, if it is one.
-    private static func cancelTarget(_ request: RPCRequest) -> RequestID? {
-        guard request.method == "$/cancelRequest", let idValue = request.params?["id"] else { return nil }
-        return RequestID(idValue)
+    /// The notifications that cancel a request, and the member of their
+    /// params that names it: LSP's `$/cancelRequest` (the request then ends
+    /// with -32800) and MCP's `notifications/cancelled` (the request ends
+    /// without a reply: MCP asks the receiver not to answer it).
+    static let cancelNotifications: [String: (member: String, silently: Bool)] = [
+        "$/cancelRequest": ("id", false),
+        "notifications/cancelled": ("requestId", true),
+    ]
+
+    /// The id a cancellation names, if the request is one; one that names
+    /// nothing in flight is ignored, as both protocols ask.
+    private static func cancelTarget(_ request: RPCRequest) -> (id: RequestID, silently: Bool)? {
+        guard let form = cancelNotifications[request.method], let idValue = request.params?[form.member],
+              let id = RequestID(idValue) else { return nil }
+        return (id, form.silently)
     }
 
     /// Lifecycle and cancellation, handled by the connection itself.
     private func control(_ request: RPCRequest) -> Ending? {
         switch request.method {
-        case "$/cancelRequest":
-            if let id = Self.cancelTarget(request) {
+        case _ where Self.cancelNotifications[request.method] != nil:
+            if let target = Self.cancelTarget(request) {
                 // Admitted in the same read and not started yet: they start cancelled.
-                for index in admitted.indices { Self.cancel(id, in: &admitted[index].members) }
-                tracker.cancel(id: id)
+                for index in admitted.indices { Self.cancel(target.id, silently: target.silently, in: &admitted[index].members) }
+                tracker.cancel(id: target.id, silently: target.silently)
             }
         case "exit":
             return .exitNotification(afterShutdown: shutdownRequested)
@@ -480,7 +495,7 @@ public final class Connection: @unchecked Sendable {
     /// requests (with an id), they are answered with `null`.
     private func admit(_ request: RPCRequest, cancellation: CancelActions) async -> RPCWork? {
         switch request.method {
-        case "$/cancelRequest":
+        case _ where Self.cancelNotifications[request.method] != nil:
             return request.isNotification ? nil : { @Sendable in .null }
         case "shutdown" where !shutdownRequested:
             shutdownRequested = true
@@ -514,6 +529,14 @@ public final class Connection: @unchecked Sendable {
     /// A request cut off because the server is shutting down (the drain
     /// timed out, or a second signal came) ends with -32801, not -32800.
     private static func perform(_ work: RPCWork, id: RequestID?, tracker: RequestTracker, token: Int) async -> RawJSON? {
+        let reply = await outcome(work, id: id, tracker: tracker, token: token)
+        // Cancelled by a notification that asks for no reply: none, whatever the outcome
+        // (the peer ignores an answer that comes after its cancellation anyway).
+        if tracker.wasSilenced(token) && !tracker.wasStopped(token) { return nil }
+        return reply
+    }
+
+    private static func outcome(_ work: RPCWork, id: RequestID?, tracker: RequestTracker, token: Int) async -> RawJSON? {
         do {
             let result = try await work()
             return id.map { OutgoingMessage.result(id: $0, result) }
@@ -532,9 +555,11 @@ public final class Connection: @unchecked Sendable {
     }
 
     /// Runs `body` (given its token) as a request in flight; `cancelled`:
-    /// one that a `$/cancelRequest` reached before it started.
+    /// one that a cancellation reached before it started (`silently`: one
+    /// that asked for no reply).
     private func spawn(
-        id: RequestID?, cancelled: Bool = false, actions: CancelActions = CancelActions(), _ body: @escaping @Sendable (Int) async -> Void
+        id: RequestID?, cancelled: Bool = false, silently: Bool = false, actions: CancelActions = CancelActions(),
+        _ body: @escaping @Sendable (Int) async -> Void
     ) {
         let token = nextToken
         nextToken += 1
@@ -542,7 +567,7 @@ public final class Connection: @unchecked Sendable {
         let tracker = self.tracker
         // Registered before it can finish: the task's first step waits for the tracker's lock.
         tracker.locked {
-            if cancelled { tracker.cancelledBeforeStart(token) }
+            if cancelled { tracker.cancelledBeforeStart(token, silently: silently) }
             let task = Task {
                 // Cancelled before it does anything: it ends with -32800 and leaves no trace.
                 if cancelled { withUnsafeCurrentTask { $0?.cancel() } }
@@ -611,6 +636,8 @@ private final class RequestTracker: @unchecked Sendable {
     /// Requests cancelled because the server is stopping, and by `$/cancelRequest`.
     private var stopped: Set<Int> = []
     private var cancelledByClient: Set<Int> = []
+    /// Cancelled by a notification that asks for no reply.
+    private var silenced: Set<Int> = []
 
     init(limit: Int) {
         self.limit = max(1, limit)
@@ -662,6 +689,7 @@ private final class RequestTracker: @unchecked Sendable {
         requests[token] = nil
         stopped.remove(token)
         cancelledByClient.remove(token)
+        silenced.remove(token)
     }
 
     private func release() {
@@ -678,14 +706,16 @@ private final class RequestTracker: @unchecked Sendable {
     }
 
     /// Request `token` starts cancelled by the client; call inside `locked`.
-    func cancelledBeforeStart(_ token: Int) {
+    func cancelledBeforeStart(_ token: Int, silently: Bool) {
         cancelledByClient.insert(token)
+        if silently { silenced.insert(token) }
     }
 
-    func cancel(id: RequestID) {
+    func cancel(id: RequestID, silently: Bool) {
         condition.locked {
             for (token, request) in requests where request.id == id {
                 cancelledByClient.insert(token)
+                if silently { silenced.insert(token) }
                 request.cancel()
             }
         }
@@ -713,6 +743,9 @@ private final class RequestTracker: @unchecked Sendable {
 
     /// Whether request `token` was cancelled because the server is stopping.
     func wasStopped(_ token: Int) -> Bool { condition.locked { stopped.contains(token) } }
+
+    /// Whether request `token` was cancelled by a notification that asks for no reply.
+    func wasSilenced(_ token: Int) -> Bool { condition.locked { silenced.contains(token) } }
 }
 
 /// A request in flight, as the tracker sees it.

@@ -101,7 +101,8 @@ public enum IncomingMessage: Sendable {
         guard json["jsonrpc"]?.string == "2.0" else { return .invalid("\"jsonrpc\" must be \"2.0\"", id: id) }
         guard let methodValue = json["method"] else { return .invalid("\"method\" is missing", id: id) }
         guard let method = methodValue.string else { return .invalid("\"method\" must be a string", id: id) }
-        let params = json["params"]
+        // `"params": null` is no params (Emacs's jsonrpc.el sends `shutdown` and `exit` so).
+        let params = json["params"].flatMap { $0.isNull ? nil : $0 }
         if let params, params.kind != .object && params.kind != .array {
             return .invalid("\"params\" must be an object or an array", id: id)
         }

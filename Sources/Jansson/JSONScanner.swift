@@ -65,6 +65,27 @@ public enum JSONScanner {
         return scanner.descend(keys[...], from: 0, depth: 0)?.located
     }
 
+    /// What is at a JSON Pointer in a text, as `lookup(at:in:)` finds it.
+    public enum Lookup: Sendable, Equatable {
+        /// The bytes of the value, as they are written in the text.
+        case value(Range<Int>)
+        /// Nothing is there: no such member or element, or a scalar on the way.
+        case absent
+        /// The scanner cannot vouch for the text: ask jansson.
+        case unknown
+    }
+
+    /// Where the value at the JSON Pointer `tokens` is in `text`, telling a
+    /// value that is absent from a text the scanner cannot vouch for (which
+    /// `valueRange(at:in:)` does not). A later duplicate key wins, as in jansson.
+    public static func lookup(at tokens: [String], in text: UnsafeBufferPointer<UInt8>) -> Lookup {
+        guard let base = text.baseAddress, !text.isEmpty else { return .unknown }
+        var scanner = Scanner(base: base, end: text.count, locating: true)
+        let keys = tokens.map { Array($0.utf8) }
+        guard let outcome = scanner.descend(keys[...], from: 0, depth: 0) else { return .unknown }
+        return outcome.located.map(Lookup.value) ?? .absent
+    }
+
     /// Compacts one JSON value (removes whitespace outside strings).
     ///
     /// Returns `nil` when the bytes are not one value the scanner can

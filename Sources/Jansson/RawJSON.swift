@@ -29,6 +29,19 @@ public struct RawJSON: Sendable, Equatable, Hashable, CustomStringConvertible {
         return RawJSON(trusted: out)
     }
 
+    /// This object with `members` added after its own (`nil` values left
+    /// out); the caller keeps the keys distinct. Not an object: unchanged.
+    public func merging(_ members: [(String, RawJSON?)]) -> RawJSON {
+        guard bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") else { return self }
+        let added = RawJSON.object(members).bytes.dropFirst().dropLast()
+        guard !added.isEmpty else { return self }
+        var out = Array(bytes.dropLast())
+        if out.count > 1 { out.append(UInt8(ascii: ",")) }
+        out.append(contentsOf: added)
+        out.append(UInt8(ascii: "}"))
+        return RawJSON(trusted: out)
+    }
+
     /// An object with members in the given order; `nil` values are left out.
     public static func object(_ members: KeyValuePairs<String, RawJSON?>) -> RawJSON {
         object(members.map { ($0.key, $0.value) })

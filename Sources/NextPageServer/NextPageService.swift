@@ -53,13 +53,17 @@ public final class NextPageService: RPCHandler {
     /// connection handles itself (lifecycle and cancellation).
     public static let listedMethods = methods + ["initialized", "shutdown", "exit", "$/cancelRequest"]
 
-    /// `Schemas/openrpc.json`, compacted once so it fits on one NDJSON line.
-    static let openRPCDocument: RawJSON = {
+    /// `Schemas/openrpc.json`, parsed once. Read only: the MCP tools are
+    /// built from it (`MCPToolCatalog`).
+    static let openRPCJSON: JSON = {
         guard let parsed = try? JSON.parse(EmbeddedSchemas.openrpc) else {
             preconditionFailure("the embedded OpenRPC document is not JSON")
         }
-        return RawJSON(parsed)
+        return parsed
     }()
+
+    /// `Schemas/openrpc.json`, compacted once so it fits on one NDJSON line.
+    static let openRPCDocument = RawJSON(openRPCJSON)
 
     public func admit(_ request: RPCRequest, context: RPCContext) async -> RPCWork {
         do {
@@ -113,16 +117,18 @@ public final class NextPageService: RPCHandler {
             } else {
                 ifLoading = .queue
             }
+            let fields = try params.fields("fields")
             let ticket = await collection.enqueueLoadNext(ifLoading: ifLoading)
             // A cancel read before this call's page lands keeps it from landing, however fast the source.
             context.cancellation.add { ticket.giveUp() }
-            return { @Sendable [self] in try await persisting(collection) { try await Self.page(collection, ticket) } }
+            return { @Sendable [self] in try await persisting(collection) { try await Self.page(collection, ticket, fields) } }
         case "load":
             let lastId = try params.cursor("lastId")
+            let fields = try params.fields("fields")
             let ticket = await collection.enqueueLoad(lastId: lastId)
             context.cancellation.add { ticket.giveUp() }
             await persist(collection)
-            return { @Sendable [self] in try await persisting(collection) { try await Self.page(collection, ticket) } }
+            return { @Sendable [self] in try await persisting(collection) { try await Self.page(collection, ticket, fields) } }
         case "reset":
             await collection.reset()
             await persist(collection)
@@ -134,10 +140,12 @@ public final class NextPageService: RPCHandler {
         case "items":
             let offset = try params.integer("offset") ?? 0
             let limit = try params.integer("limit")
+            let fields = try params.fields("fields")
             let slice = await collection.items(offset: offset, limit: limit)
+            let items = fields.map { $0.project(slice.items) } ?? slice.items
             let result = RawJSON.object([
                 "collection": .string(name),
-                "items": slice.items.json, "count": .integer(slice.count), "offset": .integer(slice.offset),
+                "items": items.json, "count": .integer(slice.count), "offset": .integer(slice.offset),
             ])
             return { @Sendable in result }
         case "loadAll":
@@ -154,9 +162,9 @@ public final class NextPageService: RPCHandler {
         }
     }
 
-    private static func page(_ collection: PagedCollection, _ ticket: LoadTicket) async throws -> RawJSON {
+    private static func page(_ collection: PagedCollection, _ ticket: LoadTicket, _ fields: FieldProjection?) async throws -> RawJSON {
         do {
-            return Wire.page(collection.name, try await collection.loadNext(ticket))
+            return Wire.page(collection.name, try await collection.loadNext(ticket), fields: fields)
         } catch let error as LoadError {
             throw Wire.error(error, collection: collection.name)
         }
@@ -239,6 +247,16 @@ public final class NextPageService: RPCHandler {
 }
 
 extension NextPageService {
+    /// What collection `name` holds now: `{"state": State, "items": [...],
+    /// "offset": N}`, the items kept so far from absolute offset `offset`
+    /// (an MCP resource's contents); nil for a collection not defined.
+    func snapshot(_ name: String) async -> RawJSON? {
+        guard let collection = await registry[name] else { return nil }
+        let state = await Self.state(collection)
+        let slice = await collection.items(offset: 0, limit: nil)
+        return .object(["state": state, "items": slice.items.json, "offset": .integer(slice.offset)])
+    }
+
     /// Puts every defined collection that has a saved state back where it
     /// stood (before any request is served).
     public func restoreSavedStates() async {

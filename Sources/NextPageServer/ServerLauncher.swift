@@ -21,6 +21,10 @@ public struct ServerSettings: Sendable {
     /// Whether `define` may create `command` sources (`--allow-commands`;
     /// default `false`). The config file may always use them.
     public var allowCommands = false
+    /// Whether the peer speaks MCP from its first message (`nextpage mcp`).
+    public var mcp = false
+    /// Whether MCP peers get the `define` tool (`--allow-define`).
+    public var allowDefine = false
     /// The state file (`--state`): collections resume from it and save to it.
     public var statePath: String?
     /// Where to record the session (`--transcript`).
@@ -121,7 +125,9 @@ public enum ServerLauncher {
             collections: loaded.collections, validator: defineValidator, logger: logger, upstream: settings.upstream,
             stateStore: stateStore)
         await service.restoreSavedStates()
-        let connection = Connection(input: 0, writer: writer, options: settings.connection, handler: service, tap: recorder)
+        // MCP peers reach the same service through its adapter; other peers pass through it unchanged.
+        let handler = MCPAdapter(service: service, mcp: settings.mcp, allowDefine: settings.allowDefine, logger: logger)
+        let connection = Connection(input: 0, writer: writer, options: settings.connection, handler: handler, tap: recorder)
 
         /// `count` stop signals came: each counts (a second one stops the wait for output).
         @Sendable func stop(signals count: Int, _ message: Logger.Message, _ metadata: Logger.Metadata = [:]) {
@@ -161,6 +167,7 @@ public enum ServerLauncher {
         if signals.earlier > 0 { stop(signals: signals.earlier, "signal received before serving, draining") }
 
         let ending = await connection.run()
+        LogForwarding.shared.stop()
         for source in sources { source.cancel() }
         // The shared HTTP client of `http` sources, if one was started.
         await HTTPNetworkTransport.shared.shutdown()

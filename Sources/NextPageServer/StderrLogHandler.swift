@@ -8,16 +8,29 @@ import Logging
 
 /// A swift-log handler that writes to stderr from its own thread and drops
 /// lines when stderr is not keeping up, so logging never blocks the protocol.
+///
+/// Log lines also go to `LogForwarding.shared` when a peer asked for them
+/// (MCP's `logging/setLevel`), at that peer's level, which may be below the
+/// level stderr gets.
 public struct StderrLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
-    public var logLevel: Logger.Level
+    /// The level stderr gets (`--log-level`).
+    private var stderrLevel: Logger.Level
     private let label: String
     private let sink: LineSink
+    private let forwarding: LogForwarding
 
-    public init(label: String, level: Logger.Level, sink: LineSink = .standardError) {
+    public init(label: String, level: Logger.Level, sink: LineSink = .standardError, forwarding: LogForwarding = .shared) {
         self.label = label
-        self.logLevel = level
+        self.stderrLevel = level
         self.sink = sink
+        self.forwarding = forwarding
+    }
+
+    /// The lowest level anyone wants: stderr's, or a peer's below it.
+    public var logLevel: Logger.Level {
+        get { forwarding.level.map { min($0, stderrLevel) } ?? stderrLevel }
+        set { stderrLevel = newValue }
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -28,8 +41,12 @@ public struct StderrLogHandler: LogHandler {
     public func log(event: LogEvent) {
         var all = metadata
         if let extra = event.metadata { all.merge(extra) { _, new in new } }
-        let fields = all.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined()
-        sink.write("nextpage \(event.level): \(event.message)\(fields)\n")
+        let sorted = all.sorted { $0.key < $1.key }
+        if event.level >= stderrLevel {
+            let fields = sorted.map { " \($0.key)=\($0.value)" }.joined()
+            sink.write("nextpage \(event.level): \(event.message)\(fields)\n")
+        }
+        forwarding.forward(level: event.level, message: "\(event.message)", metadata: sorted.map { ($0.key, "\($0.value)") })
     }
 
     /// A bounded queue of lines drained to a file descriptor by one thread.
@@ -96,5 +113,38 @@ public struct StderrLogHandler: LogHandler {
                 }
             }
         }
+    }
+}
+
+/// Where log lines go besides stderr: one receiver (the MCP session that
+/// asked with `logging/setLevel`) and the level it wants. The receiver must
+/// not log, and must not block: it is called on the thread that logs.
+public final class LogForwarding: @unchecked Sendable {
+    public static let shared = LogForwarding()
+
+    public typealias Receiver = @Sendable (_ level: Logger.Level, _ message: String, _ metadata: [(String, String)]) -> Void
+
+    private let lock = Lock()
+    // Guarded by `lock`.
+    private var receiver: (level: Logger.Level, send: Receiver)?
+
+    public init() {}
+
+    /// The level the receiver wants, if there is one.
+    public var level: Logger.Level? { lock.locked { receiver?.level } }
+
+    /// Sends lines at `level` and above to `send` from now on (replacing any earlier receiver).
+    public func start(level: Logger.Level, _ send: @escaping Receiver) {
+        lock.locked { receiver = (level, send) }
+    }
+
+    /// Sends no more lines anywhere but stderr.
+    public func stop() {
+        lock.locked { receiver = nil }
+    }
+
+    func forward(level: Logger.Level, message: String, metadata: [(String, String)]) {
+        guard let receiver = lock.locked({ receiver }), level >= receiver.level else { return }
+        receiver.send(level, message, metadata)
     }
 }

@@ -31,10 +31,11 @@ enum Wire {
         return Int(min(max(value.rounded(.up), 0), 1e15))
     }
 
-    static func page(_ collection: String, _ result: PageResult) -> RawJSON {
+    /// A Page; with `fields`, its items projected (SPEC §9).
+    static func page(_ collection: String, _ result: PageResult, fields: FieldProjection? = nil) -> RawJSON {
         .object([
             "collection": .string(collection),
-            "items": result.items.json,
+            "items": (fields.map { $0.project(result.items) } ?? result.items).json,
             "page": .integer(result.page),
             "hasNext": .bool(result.state.hasNext),
             "lastId": result.state.lastId?.json ?? .null,
@@ -125,6 +126,23 @@ struct Params {
     }
 
     func raw(_ key: String) -> JSON? { object?[key] }
+
+    /// A `fields` projection: an array of JSON Pointers (null or absent: none).
+    func fields(_ key: String) throws(RPCError) -> FieldProjection? {
+        guard let value = object?[key], !value.isNull else { return nil }
+        let expected = "an array of JSON Pointers to members of an item, such as [\"/title\", \"/user/login\"]"
+        guard value.kind == .array else { throw .invalidParams(field: key, expected: expected) }
+        var pointers: [String] = []
+        for (index, element) in value.elements.enumerated() {
+            guard let pointer = element.string else { throw .invalidParams(field: "\(key)[\(index)]", expected: "a JSON Pointer string") }
+            pointers.append(pointer)
+        }
+        do {
+            return try FieldProjection(pointers: pointers)
+        } catch {
+            throw .invalidParams(field: key, expected: error.description)
+        }
+    }
 
     /// A progress token: a string or an integer, as in LSP; in params, in
     /// `params._meta` (as MCP sends it), or else beside the params

@@ -17,7 +17,8 @@ struct Nextpage: AsyncParsableCommand {
                            [--record-upstream DIR | --replay-upstream DIR]
                            [--framing auto|ndjson|lsp] [--max-message-bytes N]
                            [--drain-timeout S] [--parent-pid PID]
-                           [--allow-commands] [--log-level L]
+                           [--allow-commands] [--allow-define] [--log-level L]
+            nextpage mcp [serve options]
             nextpage next COLLECTION [--config F] [--state F]
             nextpage all COLLECTION [--max-items N] [--max-pages N] [--config F] [--state F]
             nextpage reset COLLECTION [--config F] [--state F]
@@ -39,11 +40,14 @@ struct Nextpage: AsyncParsableCommand {
             Methods: load, loadNext, reset, status, collections, items, define, loadAll,
             rpc.discover, initialize, initialized, shutdown, exit, $/cancelRequest.
 
+            Agents and editors that host them: `nextpage mcp` is an MCP server (each method a tool, \
+            each collection a resource); see `nextpage mcp --help`.
+
             From the shell: `nextpage next demo --state s.json` prints one page, `nextpage all demo` \
             prints every item; `nextpage replay T.transcript.jsonl` checks a recorded session.
             """,
         version: NextPageService.version,
-        subcommands: [Serve.self, Next.self, All.self, Reset.self, Replay.self, CheckConfig.self, Schema.self],
+        subcommands: [Serve.self, MCP.self, Next.self, All.self, Reset.self, Replay.self, CheckConfig.self, Schema.self],
         defaultSubcommand: Serve.self
     )
 
@@ -74,12 +78,48 @@ struct Nextpage: AsyncParsableCommand {
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Serve JSON-RPC on stdin/stdout (the default command).")
+        abstract: "Serve JSON-RPC on stdin/stdout (the default command).",
+        discussion: """
+            Answers nextpage's own methods, and MCP (the Model Context Protocol) to a peer \
+            that starts with MCP's initialize (a protocolVersion) or sends MCP's per-request \
+            _meta envelope; `nextpage mcp` serves MCP peers from the first message.
+            """)
 
+    @OptionGroup var options: ServeOptions
+
+    func run() async throws {
+        try await options.serve(mcp: false)
+    }
+}
+
+struct MCP: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mcp",
+        abstract: "Serve the Model Context Protocol on stdin/stdout, for agents and the editors that host them.",
+        discussion: """
+            An MCP server over stdio (newline-delimited JSON): each collection method is a tool \
+            (loadNext, load, reset, status, collections, items, loadAll, and define with \
+            --allow-define), each collection a resource (nextpage://collections/NAME). MCP \
+            revisions 2024-11-05 to 2025-11-25 (initialize handshake) and 2026-07-28 \
+            (server/discover, per-request _meta) are served; nextpage's own methods stay available.
+
+            An MCP host's entry: {"mcpServers": {"nextpage": {"command": "nextpage", \
+            "args": ["mcp", "--config", "/path/to/nextpage.json"]}}}
+            """)
+
+    @OptionGroup var options: ServeOptions
+
+    func run() async throws {
+        try await options.serve(mcp: true)
+    }
+}
+
+/// The options of `serve` and `mcp`.
+struct ServeOptions: ParsableArguments {
     @Option(help: "Config file defining the collections (default: ./nextpage.json when it exists, else the built-in demo).")
     var config: String?
 
-    @Option(help: "Message framing: auto (detected from the first bytes), ndjson or lsp.")
+    @Option(help: "Message framing: auto (detected from the first bytes), ndjson or lsp. `mcp` always uses ndjson.")
     var framing: FramingMode = .auto
 
     @Option(help: "Largest message accepted, in bytes; larger ones get an error reply and are skipped.")
@@ -107,6 +147,10 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: ArgumentHelp(
         "Let the define method create command sources, which run programs on this machine (the config file may always use them)."))
     var allowCommands = false
+
+    @Flag(help: ArgumentHelp(
+        "Offer MCP peers the define tool, with which an agent can add collections (nextpage's own define method is always there)."))
+    var allowDefine = false
 
     @Option(help: ArgumentHelp(
         "Keep each collection's cursor and counters in this file, saved atomically after every page; a restarted server resumes from it.",
@@ -144,14 +188,18 @@ struct Serve: AsyncParsableCommand {
         return .live
     }
 
-    func run() async throws {
+    /// Runs the server; `mcp`: the peer speaks MCP from its first message.
+    func serve(mcp: Bool) async throws {
         let logger = makeLogger(level: logLevel)
         var settings = ServerSettings()
         settings.configPath = config
         settings.parentPid = parentPid
         settings.upstream = upstream
         settings.allowCommands = allowCommands
-        settings.connection.framing = framing
+        settings.allowDefine = allowDefine
+        settings.mcp = mcp
+        // MCP's stdio transport is newline-delimited JSON.
+        settings.connection.framing = mcp ? .ndjson : framing
         settings.connection.maxMessageBytes = maxMessageBytes
         settings.connection.drainTimeout = drainTimeout
         settings.statePath = state

@@ -185,3 +185,33 @@ final class JSONScannerTests: XCTestCase {
         XCTAssertNil(located(#"{"a": [1, "#, at: "/a"))
     }
 }
+
+/// `JSONScanner.lookup` tells a value from an absence from a text it cannot vouch for.
+final class JSONScannerLookupTests: XCTestCase {
+    private func lookup(_ text: String, _ pointer: String) -> (JSONScanner.Lookup, String?) {
+        let bytes = Array(text.utf8)
+        let found = bytes.withUnsafeBufferPointer { JSONScanner.lookup(at: JSONPointer.tokens(pointer)!, in: $0) }
+        if case .value(let range) = found { return (found, String(decoding: bytes[range], as: UTF8.self)) }
+        return (found, nil)
+    }
+
+    func testFindsValuesAsWritten() {
+        XCTAssertEqual(lookup(#"{"\u0061": 1}"#, "/a").1, "1", "an escaped key is matched decoded")
+        XCTAssertEqual(lookup(#"{"a": {"b": [10, 1.50, "x"]}}"#, "/a/b/1").1, "1.50")
+        XCTAssertEqual(lookup(#"{"a": {"b": [10, 1.50, "x"]}}"#, "/a").1, #"{"b": [10, 1.50, "x"]}"#)
+        XCTAssertEqual(lookup(#"{"k": 1, "k": 2}"#, "/k").1, "2")
+    }
+
+    func testTellsAbsence() {
+        XCTAssertEqual(lookup(#"{"a": 1}"#, "/b").0, .absent)
+        XCTAssertEqual(lookup(#"{"a": 1}"#, "/a/b").0, .absent)
+        XCTAssertEqual(lookup(#"[1, 2]"#, "/5").0, .absent)
+        XCTAssertEqual(lookup(#"{}"#, "/a").0, .absent)
+    }
+
+    func testRefusesWhatItCannotVouchFor() {
+        XCTAssertEqual(lookup(#"{"\u0000": 1, "a": 2}"#, "/a").0, .unknown)
+        XCTAssertEqual(lookup(#"{"a": "#, "/a").0, .unknown)
+        XCTAssertEqual(lookup("", "/a").0, .unknown)
+    }
+}
