@@ -33,10 +33,18 @@ public protocol Client: Sendable {
     ///
     /// The default implementation returns `false`.
     var fetchesHaveNoEffects: Bool { get }
+
+    /// What the source last said of its rate limit (requests remaining,
+    /// when the window resets), for `status`.
+    ///
+    /// The default implementation returns `nil`: the source says nothing.
+    func rateLimitStatus() -> RateLimitStatus?
 }
 
 extension Client {
     public var fetchesHaveNoEffects: Bool { false }
+
+    public func rateLimitStatus() -> RateLimitStatus? { nil }
 
     public func send<R: Request>(_ request: R) async throws -> R.Response {
         let response = try await fetch(request)

@@ -33,12 +33,17 @@ public struct UpstreamFailure: Error, Sendable, Equatable {
     /// Whether trying again later may succeed.
     public var retryable: Bool
     public var message: String
+    /// When trying again may succeed, in Unix seconds: the reset of a rate
+    /// limit, or what `Retry-After` asked for, when that was too far away
+    /// to wait for.
+    public var retryAt: Double?
 
-    public init(status: Int? = nil, attempts: Int = 1, retryable: Bool, message: String) {
+    public init(status: Int? = nil, attempts: Int = 1, retryable: Bool, message: String, retryAt: Double? = nil) {
         self.status = status
         self.attempts = attempts
         self.retryable = retryable
         self.message = message
+        self.retryAt = retryAt
     }
 }
 

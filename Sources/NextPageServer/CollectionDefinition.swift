@@ -40,11 +40,16 @@ public struct CollectionDefinition: Sendable {
     }
 
     /// The client that serves this definition's source for the collection
-    /// `name`. `upstream` only matters to `http` sources: by default they go
-    /// to the network through the process's shared HTTP client; `logger`
+    /// `name`. `upstream` and `environment` only matter to `http` sources:
+    /// by default they go to the network through the process's shared HTTP
+    /// client and share credentials and rate limits through the process's
+    /// environment (credentials per collection when recording or replaying,
+    /// so that each recording holds its own token exchange); `logger`
     /// receives the retries and failures of `http` and `command` sources
     /// (default: no logs).
-    public func makeClient(name: String = "", upstream: UpstreamMode = .live, logger: Logger? = nil) -> any Client {
+    public func makeClient(
+        name: String = "", upstream: UpstreamMode = .live, logger: Logger? = nil, environment: HTTPSourceEnvironment = .shared
+    ) -> any Client {
         if let unavailable { return UnavailableClient(reason: unavailable) }
         switch source {
         case .file(let directory, let maxBodyBytes): return FileClient(directory: directory, maxBodyBytes: maxBodyBytes)
@@ -54,29 +59,40 @@ public struct CollectionDefinition: Sendable {
             let redactor = HTTPRedactor(
                 source: http, exemptQueryNames: HTTPRedactor.pagingNames(paging, pageSizeParam: options.pageSizeParam)
                     .union(options.incremental?.param.map { [HTTPURL.encodeComponent($0)] } ?? []),
-                exemptHeaderNames: HTTPRedactor.pagingHeaderNames(paging))
+                exemptHeaderNames: HTTPRedactor.pagingHeaderNames(paging), learned: environment.secrets)
+            // A replay never waits: the waiting happened when it was recorded.
+            let clock: any UpstreamClock
+            if case .replay = upstream { clock = NonWaitingUpstreamClock() } else { clock = environment.clock }
+            let credentials = http.auth.map {
+                environment.credentialProvider(for: $0, scope: upstream == .live ? "" : name, clock: clock, logger: logger)
+            }
             switch upstream {
             case .live:
-                return HTTPPageClient(source: http, collection: name, logger: logger)
+                return HTTPPageClient(source: http, collection: name, logger: logger, environment: environment, credentials: credentials)
             case .record(let directory):
                 let transport = RecordingTransport(
                     wrapping: HTTPNetworkTransport.shared,
                     file: RecordingTransport.file(directory: directory, collection: name), redactor: redactor, logger: logger)
-                return HTTPPageClient(source: http, collection: name, transport: transport, logger: logger)
+                return HTTPPageClient(
+                    source: http, collection: name, transport: transport, logger: logger, environment: environment, credentials: credentials)
             case .replay(let directory):
-                // A replay never waits: the waiting happened when it was recorded.
                 let transport = ReplayTransport(
                     file: RecordingTransport.file(directory: directory, collection: name), redactor: redactor,
                     cursorHeaders: Set(paging.header.map { [$0] } ?? []))
-                return HTTPPageClient(source: http, collection: name, transport: transport, retryPolicy: .immediate, logger: logger)
+                return HTTPPageClient(
+                    source: http, collection: name, transport: transport, retryPolicy: .immediate, logger: logger,
+                    environment: environment, clock: clock, credentials: credentials)
             }
         }
     }
 
     /// A fresh collection for this definition (see `makeClient` for the defaults).
-    public func makeCollection(name: String, upstream: UpstreamMode = .live, logger: Logger? = nil) -> PagedCollection {
+    public func makeCollection(
+        name: String, upstream: UpstreamMode = .live, logger: Logger? = nil, environment: HTTPSourceEnvironment = .shared
+    ) -> PagedCollection {
         PagedCollection(
-            name: name, client: makeClient(name: name, upstream: upstream, logger: logger), paging: paging, options: options, logger: logger)
+            name: name, client: makeClient(name: name, upstream: upstream, logger: logger, environment: environment),
+            paging: paging, options: options, logger: logger)
     }
 }
 

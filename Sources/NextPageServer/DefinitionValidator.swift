@@ -48,6 +48,7 @@ public struct DefinitionValidator: Sendable {
     public static let sourceTypes = ["file", "http", "command"]
     static let httpSourceKeys: Set<String> = [
         "type", "url", "method", "body", "query", "headers", "timeout", "retries", "maxBodyBytes",
+        "auth", "rateLimit", "maxRateLimitWait",
     ]
     static let commandSourceKeys: Set<String> = ["type", "argv", "env", "timeout", "maxBodyBytes"]
     static let fileSourceKeys: Set<String> = ["type", "dir", "maxBodyBytes"]
@@ -265,9 +266,13 @@ extension DefinitionValidator {
         let timeout = try reader.seconds("timeout") ?? HTTPSource.defaultTimeout
         let retries = try reader.integer("retries", min: 0, max: 100) ?? HTTPSource.defaultRetries
         let maxBodyBytes = try reader.integer("maxBodyBytes", min: 1) ?? HTTPSource.defaultMaxBodyBytes
+        let auth = try json["auth"].map { auth throws(DefinitionError) in try validateAuth(auth, at: reader.name("auth")) }
+        let rateLimit = try json["rateLimit"].map { rate throws(DefinitionError) in try validateRequestRate(rate, at: reader.name("rateLimit")) }
+        let maxRateLimitWait = try reader.waitSeconds("maxRateLimitWait") ?? HTTPSource.defaultMaxRateLimitWait
         return HTTPSource(
             url: url, method: method, body: body, query: query, headers: headers,
-            timeout: timeout, retries: retries, maxBodyBytes: maxBodyBytes, environmentValues: fromEnvironment)
+            timeout: timeout, retries: retries, maxBodyBytes: maxBodyBytes, environmentValues: fromEnvironment,
+            auth: auth, rateLimit: rateLimit, maxRateLimitWait: maxRateLimitWait)
     }
 
     /// Checks where the cursor goes against the http source: one place at
@@ -376,6 +381,15 @@ struct FieldReader {
         guard let value = object[key] else { return nil }
         guard let seconds = value.number, seconds > 0, seconds <= 86_400 else {
             throw DefinitionError(field: name(key), expected: "a number of seconds > 0 (at most 86400)")
+        }
+        return seconds
+    }
+
+    /// A wait: a number of seconds from 0 (no waiting) to a day.
+    func waitSeconds(_ key: String) throws(DefinitionError) -> Double? {
+        guard let value = object[key] else { return nil }
+        guard let seconds = value.number, seconds >= 0, seconds <= 86_400 else {
+            throw DefinitionError(field: name(key), expected: "a number of seconds ≥ 0 (at most 86400)")
         }
         return seconds
     }

@@ -18,21 +18,30 @@ public final class NextPageService: RPCHandler {
     let upstream: UpstreamMode
     /// Where collection states are saved (`--state`), if anywhere.
     let stateStore: StateStore?
+    /// What the `http` sources share (clock, credentials, rate limits).
+    let environment: HTTPSourceEnvironment
 
     /// A service for `collections`; `http` sources reach upstream as
-    /// `upstream` says (by default the network); `stateStore`, when given,
-    /// is told every state change (see `persist`).
+    /// `upstream` says (by default the network) and share what `environment`
+    /// holds (by default the process's); `stateStore`, when given, is told
+    /// every state change (see `persist`).
     public init(
         collections: [(name: String, definition: CollectionDefinition)], validator: DefinitionValidator, logger: Logger,
-        upstream: UpstreamMode = .live, stateStore: StateStore? = nil
+        upstream: UpstreamMode = .live, stateStore: StateStore? = nil, environment: HTTPSourceEnvironment = .shared
     ) {
         self.registry = Registry(collections.map {
-            ($0.name, $0.definition.makeCollection(name: $0.name, upstream: upstream, logger: logger))
+            ($0.name, $0.definition.makeCollection(name: $0.name, upstream: upstream, logger: logger, environment: environment))
         })
         self.validator = validator
         self.logger = logger
         self.upstream = upstream
         self.stateStore = stateStore
+        self.environment = environment
+    }
+
+    /// A collection's State, with what its source said of its rate limit.
+    static func state(_ collection: PagedCollection) async -> RawJSON {
+        Wire.state(collection.name, await collection.state, rateLimit: collection.client.rateLimitStatus())
     }
 
     /// Every method this service answers.
@@ -78,7 +87,7 @@ public final class NextPageService: RPCHandler {
         case "collections":
             let all = await registry.all()
             var states: [RawJSON] = []
-            for (name, collection) in all { states.append(Wire.state(name, await collection.state)) }
+            for (_, collection) in all { states.append(await Self.state(collection)) }
             return { @Sendable [states] in .array(states) }
         case "define":
             return try await define(Params(request))
@@ -127,10 +136,10 @@ public final class NextPageService: RPCHandler {
                 await collection.reset()
             }
             await persist(collection)
-            let state = Wire.state(name, await collection.state)
+            let state = await Self.state(collection)
             return { @Sendable in state }
         case "status":
-            let state = Wire.state(name, await collection.state)
+            let state = await Self.state(collection)
             return { @Sendable in state }
         case "items":
             let offset = try params.integer("offset") ?? 0
@@ -230,13 +239,13 @@ public final class NextPageService: RPCHandler {
         } catch {
             throw Wire.invalidDefinition(error)
         }
-        let collection = definition.makeCollection(name: name, upstream: upstream, logger: logger)
+        let collection = definition.makeCollection(name: name, upstream: upstream, logger: logger, environment: environment)
         if let replaced = await registry.set(name, collection) {
             await replaced.reset()
         }
         await persist(collection)
         logger.info("defined collection", metadata: ["collection": "\(name)"])
-        let state = Wire.state(name, await collection.state)
+        let state = await Self.state(collection)
         return { @Sendable in state }
     }
 }
@@ -247,7 +256,7 @@ extension NextPageService {
     /// (an MCP resource's contents); nil for a collection not defined.
     func snapshot(_ name: String) async -> RawJSON? {
         guard let collection = await registry[name] else { return nil }
-        let state = Wire.state(name, await collection.state)
+        let state = await Self.state(collection)
         let slice = await collection.items(offset: 0, limit: nil)
         return .object(["state": state, "items": slice.items.json, "offset": .integer(slice.offset)])
     }

@@ -5,7 +5,8 @@ import NextPage
 /// The wire shapes of SPEC §3 (Page, State) and the one conversion from
 /// internal errors to JSON-RPC errors (SPEC §6).
 enum Wire {
-    static func state(_ collection: String, _ state: NextPageState) -> RawJSON {
+    /// A State; `rateLimit` when the source reported one (SPEC §10).
+    static func state(_ collection: String, _ state: NextPageState, rateLimit: RateLimitStatus? = nil) -> RawJSON {
         .object([
             "collection": .string(collection),
             "hasNext": .bool(state.hasNext),
@@ -23,7 +24,20 @@ enum Wire {
                     "withoutValue": .integer(incremental.withoutValue),
                 ])
             },
+            "rateLimit": rateLimit.map { limit in
+                .object([
+                    "remaining": limit.remaining.map(RawJSON.integer) ?? .null,
+                    "resetAt": limit.resetAt.map { .integer(unixSeconds($0)) } ?? .null,
+                ])
+            },
         ])
+    }
+
+    /// Unix seconds as a whole number, rounded up (a retry at `retryAt` is
+    /// never early).
+    static func unixSeconds(_ value: Double) -> Int {
+        guard value.isFinite else { return value > 0 ? Int(Int32.max) : 0 }
+        return Int(min(max(value.rounded(.up), 0), 1e15))
     }
 
     /// A Page; with `fields`, its items projected (SPEC §9).
@@ -50,6 +64,7 @@ enum Wire {
                 "attempts": .integer(failure.attempts),
                 "retryable": .bool(failure.retryable),
                 "message": .string(failure.message),
+                "retryAt": failure.retryAt.map { .integer(unixSeconds($0)) },
             ]))
         case .undecodable(let failure):
             return RPCError(code: -32003, message: "Upstream page not understood: \(failure.message)", data: .object([

@@ -28,6 +28,29 @@ enum HTTPFault: Sendable {
     static func json(_ text: String) -> HTTPFault {
         .respond(status: 200, contentType: "application/json", body: Array(text.utf8))
     }
+
+    /// A JSON answer with this status and these headers.
+    static func json(_ text: String, status: Int, headers: [(String, String)] = []) -> HTTPFault {
+        .answer(status: status, headers: [("Content-Type", "application/json")] + headers, body: Array(text.utf8))
+    }
+}
+
+/// A request as `FaultyHTTPServer` received it.
+struct ReceivedHTTPRequest: Sendable {
+    var method: String
+    /// The request target (path and query) as sent.
+    var target: String
+    var headers: [(name: String, value: String)]
+    var body: [UInt8]
+
+    var path: String { String(target.prefix { $0 != "?" }) }
+
+    /// The first value of a header (case-insensitive name).
+    func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+
+    var bodyText: String { String(decoding: body, as: UTF8.self) }
 }
 
 /// A plain-socket HTTP/1.1 server on 127.0.0.1 for the end-to-end fault
@@ -40,14 +63,17 @@ enum HTTPFault: Sendable {
 /// check how much of a huge body the client read before it hung up.
 final class FaultyHTTPServer: @unchecked Sendable {
     typealias Script = @Sendable (_ path: String) -> HTTPFault
+    /// A script that sees the whole request: method, headers and body.
+    typealias Handler = @Sendable (ReceivedHTTPRequest) -> HTTPFault
 
     let port: Int
     private let listener: Int32
     private let lock = NSCondition()
     // Guarded by `lock`.
-    private var script: Script
+    private var handler: Handler
     private var stopped = false
     private var received: [String] = []
+    private var receivedRequests: [ReceivedHTTPRequest] = []
     private var sentBodyBytes = 0
     private var connections: Set<Int32> = []
 
@@ -55,8 +81,13 @@ final class FaultyHTTPServer: @unchecked Sendable {
     var baseURL: String { "http://127.0.0.1:\(port)" }
 
     /// Starts listening on `port` (0: any free port).
-    init(port: Int = 0, script: @escaping Script) throws {
-        self.script = script
+    convenience init(port: Int = 0, script: @escaping Script) throws {
+        try self.init(port: port, handler: { request in script(request.target) })
+    }
+
+    /// Starts listening on `port` (0: any free port), answering as `handler` says.
+    init(port: Int = 0, handler: @escaping Handler) throws {
+        self.handler = handler
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw HarnessError(description: "socket: \(String(cString: strerror(errno)))") }
         var yes: Int32 = 1
@@ -85,7 +116,13 @@ final class FaultyHTTPServer: @unchecked Sendable {
     /// Replaces the script for the requests to come.
     func setScript(_ script: @escaping Script) {
         lock.lock(); defer { lock.unlock() }
-        self.script = script
+        self.handler = { request in script(request.target) }
+    }
+
+    /// Every request received, whole, in order.
+    var requestsReceived: [ReceivedHTTPRequest] {
+        lock.lock(); defer { lock.unlock() }
+        return receivedRequests
     }
 
     /// The paths (with query) of the requests received, in order.
@@ -164,12 +201,30 @@ final class FaultyHTTPServer: @unchecked Sendable {
             }
             let head = String(decoding: buffered[0..<end!], as: UTF8.self)
             buffered.removeSubrange(0..<(end! + terminator.count))
-            let requestLine = head.split(separator: "\r\n", maxSplits: 1).first.map(String.init) ?? ""
+            let lines = head.split(separator: "\r\n").map(String.init)
+            let requestLine = lines.first ?? ""
             let parts = requestLine.split(separator: " ")
             let path = parts.count > 1 ? String(parts[1]) : "/"
+            var headers: [(name: String, value: String)] = []
+            for line in lines.dropFirst() {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)))
+            }
+            // A body as long as Content-Length says (token requests are form-encoded POSTs).
+            let length = headers.first { $0.name.lowercased() == "content-length" }.flatMap { Int($0.value) } ?? 0
+            while buffered.count < length {
+                let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
+                if n <= 0 { return }
+                buffered += chunk[0..<n]
+            }
+            let body = Array(buffered.prefix(length))
+            buffered.removeSubrange(0..<length)
+            let request = ReceivedHTTPRequest(
+                method: parts.first.map(String.init) ?? "GET", target: path, headers: headers, body: body)
             lock.lock()
             received.append(path)
-            let answer = script(path)
+            receivedRequests.append(request)
+            let answer = handler(request)
             lock.unlock()
             guard perform(answer, on: fd) else { return }
         }
@@ -257,7 +312,7 @@ final class FaultyHTTPServer: @unchecked Sendable {
 
 /// A port on 127.0.0.1 that nothing listens on: connecting to it is refused.
 func refusedPort() throws -> Int {
-    let server = try FaultyHTTPServer { _ in .json("{}") }
+    let server = try FaultyHTTPServer(script: { _ in .json("{}") })
     let port = server.port
     server.stop()
     return port

@@ -107,7 +107,7 @@ final class HTTPDefinitionTests: XCTestCase {
         XCTAssertEqual(error(#"{"type": "ftp", "url": "x"}"#)?.description, "source.type: expected one of file, http, command")
         XCTAssertEqual(
             error(#"{"type": "http", "url": "https://a", "dir": "x"}"#)?.description,
-            "source.dir: expected no such field for an http source (known: body, headers, maxBodyBytes, method, query, retries, timeout, type, url)")
+            "source.dir: expected no such field for an http source (known: auth, body, headers, maxBodyBytes, maxRateLimitWait, method, query, rateLimit, retries, timeout, type, url)")
         XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "method": "PUT"}"#)?.description, "source.method: expected one of GET, POST")
         XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "method": "get"}"#)?.field, "source.method")
         XCTAssertEqual(

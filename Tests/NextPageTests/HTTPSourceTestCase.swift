@@ -39,6 +39,15 @@ class HTTPSourceTestCase: XCTestCase {
         await server.stop()
     }
 
+    /// A fresh folder, removed after the test.
+    func scratchFolder() throws -> String {
+        var template = Array((NSTemporaryDirectory() + "/nextpage-test-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { throw XCTSkip("mkdtemp failed") }
+        let path = String(cString: made)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: path) }
+        return path
+    }
+
     func collection(
         _ source: HTTPSource, _ paging: Paging, options: CollectionOptions = CollectionOptions(),
         transport: any HTTPTransport, retryPolicy: HTTPRetryPolicy = HTTPSourceTestCase.fastRetries

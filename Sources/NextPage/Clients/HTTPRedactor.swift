@@ -11,6 +11,10 @@ import Jansson
 /// source's own secret headers and query items, and every value of 8 bytes
 /// or more it took from `${env:NAME}` (whatever the field's name), are also
 /// scrubbed from any text (a response that echoes a token back, for example).
+/// So are the secrets of the source's `auth` (token, password, header
+/// value, client secret, refresh token) and every secret learned at run
+/// time (`LearnedSecrets`: each token a credential helper or a token
+/// endpoint hands out), from the moment it is obtained.
 public struct HTTPRedactor: Sendable {
     /// What a secret is replaced with.
     public static let placeholder = "[redacted]"
@@ -33,20 +37,26 @@ public struct HTTPRedactor: Sendable {
     /// sends; `nil` when the source is not known (every secret-looking name
     /// is then redacted).
     private let configuredQueryNames: Set<[UInt8]>?
+    /// Secrets learned at run time (tokens), scrubbed with `secrets`.
+    public let learned: LearnedSecrets
 
-    /// A redactor that scrubs nothing but what the name rules catch.
-    public init(exemptQueryNames: Set<String> = [], exemptHeaderNames: Set<String> = []) {
+    /// A redactor that scrubs nothing but what the name rules catch and
+    /// what `learned` holds.
+    public init(exemptQueryNames: Set<String> = [], exemptHeaderNames: Set<String> = [], learned: LearnedSecrets = .process) {
         self.exemptQueryNames = exemptQueryNames
         self.exemptHeaderNames = Set(exemptHeaderNames.map { $0.lowercased() })
         self.secrets = []
         self.configuredQueryNames = nil
+        self.learned = learned
     }
 
-    /// A redactor that also knows the secret values configured in `source`.
-    public init(source: HTTPSource, exemptQueryNames: Set<String>, exemptHeaderNames: Set<String> = []) {
+    /// A redactor that also knows the secret values configured in `source`
+    /// (its `auth` included).
+    public init(source: HTTPSource, exemptQueryNames: Set<String>, exemptHeaderNames: Set<String> = [], learned: LearnedSecrets = .process) {
         self.exemptQueryNames = exemptQueryNames
         self.exemptHeaderNames = Set(exemptHeaderNames.map { $0.lowercased() })
-        var values: [String] = []
+        self.learned = learned
+        var values: [String] = source.auth?.secrets ?? []
         for header in source.headers where Self.isSecretHeader(header.name) {
             values.append(header.value)
             // `Bearer abc…`: the credential alone may be echoed back too.
@@ -112,12 +122,59 @@ public struct HTTPRedactor: Sendable {
         return secretQueryFragments.contains { lower.contains($0) }
     }
 
-    /// Headers with every secret value replaced.
-    public func headers(_ headers: [(name: String, value: String)]) -> [(name: String, value: String)] {
+    /// Headers with every secret value replaced; `credentialHeaders`
+    /// (lowercased names: the ones an `auth` added) are secret whatever
+    /// their name.
+    public func headers(_ headers: [(name: String, value: String)], credentialHeaders: Set<String> = []) -> [(name: String, value: String)] {
         headers.map {
-            Self.isSecretHeader($0.name) && !exemptHeaderNames.contains($0.name.lowercased())
+            let lower = $0.name.lowercased()
+            return (Self.isSecretHeader($0.name) && !exemptHeaderNames.contains(lower)) || credentialHeaders.contains(lower)
                 ? ($0.name, Self.placeholder) : ($0.name, scrub($0.value))
         }
+    }
+
+    /// A form-encoded body (`application/x-www-form-urlencoded`, as a token
+    /// request sends) with the values of secret-looking names
+    /// (`client_secret`, `refresh_token`, `password`, ...) replaced, and
+    /// every known secret scrubbed: the same text for the same request
+    /// whatever its secrets, so a replay can match it.
+    public func form(_ body: String) -> String {
+        let items = body.split(separator: "&", omittingEmptySubsequences: false).map { item -> String in
+            let name = HTTPURL.queryName(String(item))
+            guard Self.isSecretQueryName(String(decoding: HTTPURL.percentDecoded(name), as: UTF8.self)),
+                  item.contains("=") else { return String(item) }
+            return name + "=" + Self.placeholder
+        }
+        return scrub(items.joined(separator: "&"))
+    }
+
+    /// The JSON answer of a token endpoint with the string values of its
+    /// secret-looking members (`access_token`, `refresh_token`,
+    /// `id_token`, ...; not `token_type`) replaced at any depth, and every known secret
+    /// scrubbed; `nil` when it is not JSON. The tokens it hands out are
+    /// not known yet when it is recorded, so they go by name.
+    public func credentialAnswer(_ bytes: [UInt8]) -> [UInt8]? {
+        guard let json = try? JSON.parse(bytes) else { return nil }
+        func clean(_ value: JSON) -> JSON {
+            switch value.kind {
+            case .array:
+                return .array(value.elements.map(clean))
+            case .object:
+                let copy = JSON.object()
+                for (key, member) in value.members {
+                    copy.set(key, Self.isSecretQueryName(key) && key != "token_type" && member.kind == .string
+                        ? .string(Self.placeholder) : clean(member))
+                }
+                return copy
+            case .string:
+                let text = value.string ?? ""
+                let scrubbed = scrub(text)
+                return scrubbed == text ? value : .string(scrubbed)
+            default:
+                return value
+            }
+        }
+        return clean(json).dump()
     }
 
     /// A URL with user info and secret query values replaced; paging parameters are kept.
@@ -160,8 +217,17 @@ public struct HTTPRedactor: Sendable {
         return String(repeating: "0", count: 16 - hex.count) + hex
     }
 
+    /// The configured secrets and the learned ones, longest first.
+    private var allSecrets: [String] {
+        let learned = learned.values
+        guard !learned.isEmpty else { return secrets }
+        guard !secrets.isEmpty else { return learned }
+        return (secrets + learned).sorted { $0.count > $1.count }
+    }
+
     /// Text with every known secret value replaced.
     public func scrub(_ text: String) -> String {
+        let secrets = allSecrets
         guard !secrets.isEmpty else { return text }
         var result = text
         for secret in secrets where result.firstRange(of: secret) != nil {
@@ -172,6 +238,7 @@ public struct HTTPRedactor: Sendable {
 
     /// Bytes with every known secret value replaced (also in its JSON-escaped form).
     public func scrub(_ bytes: [UInt8]) -> [UInt8] {
+        let secrets = allSecrets
         guard !secrets.isEmpty else { return bytes }
         let text = String(decoding: bytes, as: UTF8.self)
         var result = text
@@ -191,7 +258,7 @@ public struct HTTPRedactor: Sendable {
     /// numbers and structure are left alone, so it stays JSON. Unchanged
     /// (byte for byte) when no string holds a secret.
     public func scrub(json bytes: [UInt8]) -> [UInt8] {
-        guard !secrets.isEmpty else { return bytes }
+        guard !secrets.isEmpty || !learned.isEmpty else { return bytes }
         return Self.replacingInStrings(bytes) { scrub($0) } ?? scrub(bytes)
     }
 

@@ -6,8 +6,10 @@
 /// origin (scheme, host, port) drops every header that carries credentials:
 /// `Authorization`, `Cookie`, `Origin`, `Proxy-Authorization`, and any
 /// header whose name looks secret (`X-Api-Key`, `X-Auth-Token`, ...; see
-/// `HTTPRedactor.isSecretHeader`) but the one that carries the cursor, so
-/// that a server cannot send a source's secrets to a host of its choosing.
+/// `HTTPRedactor.isSecretHeader`) but the one that carries the cursor, and
+/// every header that carries the source's `auth` credential whatever its
+/// name (`HTTPExchangeRequest.credentialHeaders`), so that a server cannot
+/// send a source's secrets to a host of its choosing.
 public enum HTTPRedirect {
     /// Statuses that redirect (with a `Location`).
     public static let statuses: Set<Int> = [301, 302, 303, 307, 308]
@@ -31,6 +33,8 @@ public enum HTTPRedirect {
             let cursorHeader = request.cursorHeader?.lowercased()
             next.headers = HTTPRedactor.withoutCredentials(next.headers, keeping: cursorHeader)
             next.headers.removeAll { $0.name.lowercased() == "origin" && cursorHeader != "origin" }
+            next.headers.removeAll { request.credentialHeaders.contains($0.name.lowercased()) }
+            next.credentialHeaders = []
         }
         return next
     }

@@ -17,12 +17,18 @@ public struct HTTPRetryPolicy: Sendable, Equatable {
     public var maxRetryAfter: Double
     /// Whether `Retry-After` is honoured (default true).
     public var honoursRetryAfter: Bool
+    /// Times a page is asked for again after refusals for a rate limit
+    /// (default 3), apart from the source's `retries`.
+    public var rateLimitRetries: Int
 
-    public init(baseDelay: Double = 0.2, maxDelay: Double = 10, maxRetryAfter: Double = 60, honoursRetryAfter: Bool = true) {
+    public init(
+        baseDelay: Double = 0.2, maxDelay: Double = 10, maxRetryAfter: Double = 60, honoursRetryAfter: Bool = true, rateLimitRetries: Int = 3
+    ) {
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
         self.maxRetryAfter = maxRetryAfter
         self.honoursRetryAfter = honoursRetryAfter
+        self.rateLimitRetries = rateLimitRetries
     }
 
     /// The policy of live sources.

@@ -30,17 +30,29 @@ public struct HTTPSource: Sendable, Equatable {
     /// the endpoint (a whole URL, or the host) is not counted. Not part of
     /// equality: the requests are the same.
     public var environmentValues: [String]
+    /// How requests to the source's origin prove who sends them (`auth`), if at all.
+    public var auth: HTTPAuth?
+    /// Client-side spacing of requests to the source's origin (`rateLimit`), if any.
+    public var rateLimit: RequestRate?
+    /// The longest wait for a rate limit to reset, in seconds (default 60);
+    /// a longer one fails the call at once, with `retryAt`.
+    public var maxRateLimitWait: Double
 
     public static let defaultTimeout: Double = 30
     public static let defaultRetries = 2
     public static let defaultMaxBodyBytes = 64 << 20
+    public static let defaultMaxRateLimitWait: Double = 60
 
     public init(
         url: String, method: Method = .get, body: RawJSON? = nil,
         query: [(name: String, value: String)] = [], headers: [(name: String, value: String)] = [],
         timeout: Double = HTTPSource.defaultTimeout, retries: Int = HTTPSource.defaultRetries,
-        maxBodyBytes: Int = HTTPSource.defaultMaxBodyBytes, environmentValues: [String] = []
+        maxBodyBytes: Int = HTTPSource.defaultMaxBodyBytes, environmentValues: [String] = [],
+        auth: HTTPAuth? = nil, rateLimit: RequestRate? = nil, maxRateLimitWait: Double = HTTPSource.defaultMaxRateLimitWait
     ) {
+        self.auth = auth
+        self.rateLimit = rateLimit
+        self.maxRateLimitWait = maxRateLimitWait
         self.url = url
         self.method = method
         self.body = body
@@ -57,6 +69,7 @@ public struct HTTPSource: Sendable, Equatable {
             && lhs.query.map(\.name) == rhs.query.map(\.name) && lhs.query.map(\.value) == rhs.query.map(\.value)
             && lhs.headers.map(\.name) == rhs.headers.map(\.name) && lhs.headers.map(\.value) == rhs.headers.map(\.value)
             && lhs.timeout == rhs.timeout && lhs.retries == rhs.retries && lhs.maxBodyBytes == rhs.maxBodyBytes
+            && lhs.auth == rhs.auth && lhs.rateLimit == rhs.rateLimit && lhs.maxRateLimitWait == rhs.maxRateLimitWait
     }
 
     // MARK: Environment

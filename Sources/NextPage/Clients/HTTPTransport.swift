@@ -12,13 +12,43 @@ public struct HTTPExchangeRequest: Sendable {
     /// The header that carries the cursor (`paging.header`), if any: it is
     /// not a credential, and a redirect keeps it (`HTTPRedirect`).
     public var cursorHeader: String?
+    /// The headers (lowercased names) that carry the source's `auth`
+    /// credential, added as the request is sent (`AuthorizingTransport`):
+    /// secret whatever their name, dropped on a redirect to another origin.
+    public var credentialHeaders: Set<String>
+    /// Whether this is a request for a token (to an OAuth 2.0 token
+    /// endpoint): its form body and its answer's tokens are recorded
+    /// redacted by name (`RecordingTransport`), and replay matches the
+    /// redacted body.
+    public var isCredentialExchange: Bool
 
-    public init(method: String, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil, cursorHeader: String? = nil) {
+    public init(
+        method: String, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil, cursorHeader: String? = nil,
+        credentialHeaders: Set<String> = [], isCredentialExchange: Bool = false
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.cursorHeader = cursorHeader
+        self.credentialHeaders = credentialHeaders
+        self.isCredentialExchange = isCredentialExchange
+    }
+
+    /// The request with `credential` added, replacing any header of its name.
+    public func adding(_ credential: Credential) -> HTTPExchangeRequest {
+        var request = self
+        let lower = credential.name.lowercased()
+        request.headers.removeAll { $0.name.lowercased() == lower }
+        request.headers.append((credential.name, credential.value))
+        request.credentialHeaders.insert(lower)
+        return request
+    }
+
+    /// The value of the first header with this name (case-insensitively).
+    public func headerValue(_ name: String) -> String? {
+        let lower = name.lowercased()
+        return headers.first { $0.name.lowercased() == lower }?.value
     }
 }
 
@@ -60,11 +90,19 @@ public enum HTTPTransportError: Error, Sendable, Equatable {
     case unmatched(String)
     /// The surrounding task was cancelled.
     case cancelled
+    /// The source's `auth` gave no credential (a credential helper or a
+    /// token endpoint failed); the request was not sent.
+    case credentials(message: String, retryable: Bool)
+    /// The source's rate limit is used up until `retryAt` (Unix seconds),
+    /// further away than `maxRateLimitWait`; the request was not sent.
+    case rateLimited(retryAt: Double)
 
     /// Whether another attempt may succeed.
     public var isRetryable: Bool {
         switch self {
         case .connection, .timeout: return true
+        case .credentials(_, let retryable): return retryable
+        case .rateLimited: return true
         case .bodyTooLarge, .invalidRequest, .unmatched, .cancelled: return false
         }
     }

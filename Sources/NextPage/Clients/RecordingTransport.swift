@@ -16,7 +16,13 @@ import Logging
 /// ", "); the request's headers are what it sent (a cursor sent in a header,
 /// `paging.header`, is how replay tells its requests apart); `response.url` is added when a redirect made the answering URL
 /// differ from the request's. Secret headers, secret query values and the source's known secret
-/// values are replaced with `[redacted]` (see `HTTPRedactor`). Each line is
+/// values are replaced with `[redacted]` (see `HTTPRedactor`), as are the
+/// headers that carry the source's `auth` credential. A form-encoded body
+/// (a token request) is recorded as its text with the values of its
+/// secret-looking items replaced (`client_secret`, `refresh_token`), and the
+/// answer to a token request with its tokens replaced by name
+/// (`access_token`, `refresh_token`, ...): they are not known secrets yet
+/// when the line is written. Each line is
 /// written with one `write` to a file opened with `O_APPEND`, so concurrent
 /// writers never interleave lines. Attempts that got no answer are not recorded.
 public struct RecordingTransport: HTTPTransport {
@@ -62,16 +68,32 @@ public struct RecordingTransport: HTTPTransport {
             "request": .object([
                 "method": .string(request.method),
                 "url": .string(redactor.url(request.url)),
-                "headers": Self.headerObject(redactor.headers(request.headers)),
-                "body": request.body.map(Self.bodyValue) ?? .null,
+                "headers": Self.headerObject(redactor.headers(request.headers, credentialHeaders: request.credentialHeaders)),
+                "body": Self.requestBodyValue(request, redactor: redactor),
             ]),
             "response": .object([
                 "status": .integer(response.status),
                 "url": response.url == request.url ? nil : .string(redactor.url(response.url)),
                 "headers": Self.headerObject(redactor.headers(response.headers)),
-                "body": Self.bodyValue(response.body),
+                "body": request.isCredentialExchange
+                    ? Self.bodyValue(redactor.credentialAnswer(response.body) ?? redactor.scrub(response.body))
+                    : Self.bodyValue(response.body),
             ]),
         ])
+    }
+
+    /// A request body as recorded: a form-encoded one as its redacted text
+    /// (`HTTPRedactor.form`), any other as `bodyValue`.
+    static func requestBodyValue(_ request: HTTPExchangeRequest, redactor: HTTPRedactor) -> RawJSON {
+        guard let body = request.body else { return .null }
+        if isForm(request) { return .string(redactor.form(String(decoding: body, as: UTF8.self))) }
+        return bodyValue(body)
+    }
+
+    /// Whether the request's body is form-encoded (a token request).
+    static func isForm(_ request: HTTPExchangeRequest) -> Bool {
+        request.isCredentialExchange
+            || (request.headerValue("Content-Type")?.lowercased().hasPrefix("application/x-www-form-urlencoded") ?? false)
     }
 
     /// A body as recorded: its JSON value, written as the server wrote it

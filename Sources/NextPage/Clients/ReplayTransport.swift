@@ -14,7 +14,11 @@ import Jansson
 /// any order, both redacted the same way), the same JSON body and, when the
 /// recording has the request's headers, the same value (or the same absence)
 /// of the headers that carry cursors (`cursorHeaders`: `paging.header`);
-/// other headers are not compared, so a changed `Accept` still replays. Identical
+/// other headers are not compared, so a changed `Accept` still replays (and
+/// so is the `Authorization` a source's `auth` adds: it is recorded
+/// redacted). A form-encoded body (a token request) matches its recorded
+/// text once redacted the same way (`HTTPRedactor.form`), so the token
+/// exchange replays whatever the secrets it sent. Identical
 /// requests get their recorded answers in recorded order; once those are used
 /// up, the last one is given again (so a refreshed collection replays too).
 /// A request nothing matches fails with `HTTPTransportError.unmatched`, as
@@ -57,7 +61,9 @@ public actor ReplayTransport: HTTPTransport {
         if let loadFailure { throw .unmatched(loadFailure) }
         let method = request.method.uppercased()
         let key = Self.matchKey(redactor.url(request.url))
-        let body = request.body.flatMap { try? JSON.parse($0) }
+        let body: JSON? = RecordingTransport.isForm(request)
+            ? request.body.map { JSON.string(redactor.form(String(decoding: $0, as: UTF8.self))) }
+            : request.body.flatMap { try? JSON.parse($0) }
         let headers = redactor.headers(request.headers)
         var lastMatch: Int?
         for index in entries!.indices {

@@ -7,7 +7,9 @@ import NextPage
 /// (`Authorization`, `X-Api-Key`, names with `token`, `secret`, `key` or
 /// `auth`) and secret query items of an `http` source are replaced with
 /// `[redacted]`, as are user info and secret query values in its `url`
-/// (the name rules of `HTTPRedactor`). The secret values of every http
+/// (the name rules of `HTTPRedactor`), and so are the secrets of its `auth`
+/// (`token`, `password`, `value`, `clientSecret`, `refreshToken`). The
+/// secret values of every http
 /// source it has seen (the config file's, and each valid `define`'s, after
 /// `${env:NAME}` expansion) are then scrubbed from every later record, in and
 /// out, in case a source echoes one back. Thread rules: used under the
@@ -61,6 +63,9 @@ struct TranscriptRedactor {
         redactors.reduce(text) { $1.scrub($0) }
     }
 
+    /// The members of `source.auth` that hold secrets.
+    static let authSecretKeys = ["token", "password", "value", "clientSecret", "refreshToken"]
+
     private static func isDefine(_ message: JSON) -> Bool {
         message.kind == .object && message["method"]?.string == "define" && message["params"]?.kind == .object
     }
@@ -84,6 +89,9 @@ struct TranscriptRedactor {
             where HTTPRedactor.isSecretQueryName(name) && !exempt.contains(HTTPURL.encodeComponent(name)) {
                 query.set(name, .string(HTTPRedactor.placeholder))
             }
+        }
+        if let auth = source["auth"], auth.kind == .object {
+            for key in Self.authSecretKeys where auth[key] != nil { auth.set(key, .string(HTTPRedactor.placeholder)) }
         }
         if let url = source["url"]?.string {
             source.set("url", .string(HTTPRedactor(exemptQueryNames: exempt).url(url)))
