@@ -9,6 +9,9 @@ public actor PagedCollection: NextPageLoadable {
     public nonisolated let options: CollectionOptions
     public nonisolated let readAhead: ReadAhead
     private let strategy: any PagingStrategy
+    /// Whether pages are fetched several at once when the pages ahead are
+    /// known (`concurrency`), so each page's `ahead` is worth reading.
+    private let forecastsPages: Bool
 
     public var nextPageState = NextPageState()
     public let loadQueue = LoadQueue()
@@ -29,9 +32,12 @@ public actor PagedCollection: NextPageLoadable {
         self.strategy = paging.strategy.implementation
         self.loopGuard = LoopGuard(onRepeatedCursor: options.onRepeatedCursor, maxEmptyPages: options.maxEmptyPages)
         self.buffer = ItemBuffer(capacity: options.maxItems)
+        let noEffects = client.fetchesHaveNoEffects
         self.readAhead = ReadAhead(
             afterDelivery: options.prefetch,
-            whileChecking: client.fetchesHaveNoEffects ? Self.readAheadWhileChecking : 0)
+            whileChecking: noEffects ? Self.readAheadWhileChecking : 0,
+            fanOut: noEffects ? max(1, options.concurrency) : 1)
+        self.forecastsPages = noEffects && options.concurrency > 1
     }
 
     public func firstCursor() -> Cursor? { strategy.firstCursor(paging) }
@@ -42,6 +48,17 @@ public actor PagedCollection: NextPageLoadable {
         let advance = strategy.advance(after: page, request: request, loadedBefore: loadedBefore)
         var loaded = LoadedPage(items: page.items, ids: page.ids, next: advance.next, hasNext: advance.hasNext)
         loaded.endNote = advance.endNote
+        if forecastsPages {
+            loaded.ahead = strategy.pagesAhead(after: page, request: request, advance: advance, loadedBefore: loadedBefore)
+            // What the strategy reads from the page, without its bytes.
+            var facts = page
+            facts.pendingCheck = nil
+            let strategy = strategy
+            loaded.reread = { [facts] before in
+                let advance = strategy.advance(after: facts, request: request, loadedBefore: before)
+                return (advance, strategy.pagesAhead(after: facts, request: request, advance: advance, loadedBefore: before))
+            }
+        }
         if let check = page.pendingCheck {
             loaded.pendingCheck = { try check.run() }
         }

@@ -93,10 +93,15 @@ public struct CollectionOptions: Sendable, Equatable {
     public var dedupe: Bool
     public var onRepeatedCursor: RepeatedCursorPolicy
     public var maxEmptyPages: Int
+    /// Pages fetched at once when the pages ahead are known (a `total`, a
+    /// `Link` rel="last"), from sources whose reads have no effects; 1: one
+    /// at a time (SPEC §10, fan-out).
+    public var concurrency: Int
 
     public init(
         pageSize: Int? = nil, pageSizeParam: String? = nil, maxItems: Int = 100_000, prefetch: Int = 0,
-        dedupe: Bool = false, onRepeatedCursor: RepeatedCursorPolicy = .stop, maxEmptyPages: Int = 10
+        dedupe: Bool = false, onRepeatedCursor: RepeatedCursorPolicy = .stop, maxEmptyPages: Int = 10,
+        concurrency: Int = 1
     ) {
         self.pageSize = pageSize
         self.pageSizeParam = pageSizeParam
@@ -105,5 +110,6 @@ public struct CollectionOptions: Sendable, Equatable {
         self.dedupe = dedupe
         self.onRepeatedCursor = onRepeatedCursor
         self.maxEmptyPages = maxEmptyPages
+        self.concurrency = concurrency
     }
 }

@@ -53,7 +53,7 @@ public struct DefinitionValidator: Sendable {
     static let fileSourceKeys: Set<String> = ["type", "dir", "maxBodyBytes"]
     static let collectionKeys: Set<String> = [
         "source", "paging", "pageSize", "pageSizeParam", "maxItems", "prefetch", "dedupe",
-        "onRepeatedCursor", "maxEmptyPages",
+        "onRepeatedCursor", "maxEmptyPages", "concurrency",
     ]
     static let pagingKeys: Set<String> = [
         "strategy", "param", "limitParam", "start", "bodyPointer", "header", "items", "next", "id", "hasNext", "total",
@@ -161,6 +161,7 @@ public struct DefinitionValidator: Sendable {
             options.onRepeatedCursor = value
         }
         options.maxEmptyPages = try reader.integer("maxEmptyPages", min: 0) ?? options.maxEmptyPages
+        options.concurrency = try reader.integer("concurrency", min: 1, max: 32) ?? 1
         return CollectionDefinition(source: source, paging: paging, options: options)
     }
 

@@ -160,9 +160,15 @@ public final class NextPageService: RPCHandler {
         var count = 0
         var ticket = first
         var state = await collection.state
-        // loadAll asks for page after page: let them be read ahead, and stop
-        // that as soon as it ends (before a failure or cancellation is answered).
-        await collection.streamingDemand(1)
+        // loadAll asks for page after page: let them be read ahead (with
+        // `maxPages`, no further than its last page), and stop that as soon
+        // as it ends (before a failure or cancellation is answered).
+        var declared = maxPages.map { $0 - 1 } ?? 0
+        func withdrawDemand() async {
+            if maxPages == nil { await collection.streamingDemand(-1) } else { await collection.streamingDemand(pages: -declared) }
+            declared = 0
+        }
+        if maxPages == nil { await collection.streamingDemand(1) } else { await collection.streamingDemand(pages: declared) }
         func progress(_ kind: String) {
             guard let progressToken else { return }
             context.notify("$/progress", .object([
@@ -176,7 +182,7 @@ public final class NextPageService: RPCHandler {
             do {
                 result = try await collection.loadNext(ticket)
             } catch let error as LoadError {
-                await collection.streamingDemand(-1)
+                await withdrawDemand()
                 await persist(collection)
                 // A progress that began ends, also when the call fails or is cancelled.
                 progress("end")
@@ -195,9 +201,14 @@ public final class NextPageService: RPCHandler {
             if let maxItems, count >= maxItems { break }
             // Pages go out as notifications: no more while the client is behind reading them.
             await context.waitForOutputRoom()
+            if declared > 0 {
+                // The next page is asked for in line now, not beyond it.
+                declared -= 1
+                await collection.streamingDemand(pages: -1)
+            }
             ticket = await collection.enqueueLoadNext(ifLoading: .queue)
         }
-        await collection.streamingDemand(-1)
+        await withdrawDemand()
         progress("end")
         // Where the collection stands now, as `status` and the last page say
         // (its pages and items since the last reset, not only this call's).

@@ -54,6 +54,9 @@ public final class HTTPNetworkTransport: HTTPTransport {
             // connect timeout, and a refused connection would look like a
             // slow one.
             configuration.connectionPool.retryConnectionEstablishment = false
+            // A collection fetches up to `concurrency` (at most 32) pages at
+            // once; each needs a connection of its own (HTTP/1.1).
+            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 32
             let created = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             state = .running(created)
             return created
@@ -131,13 +134,30 @@ public final class HTTPNetworkTransport: HTTPTransport {
                 request = next
                 continue
             }
-            let body = try await response.body.collect(upTo: maxBodyBytes)
             return HTTPExchangeResponse(
                 status: Int(response.status.code),
                 headers: response.headers.map { ($0.name, $0.value) },
-                body: Array(body.readableBytesView),
+                body: try await Self.bytes(of: response, upTo: maxBodyBytes),
                 url: request.url)
         }
+    }
+
+    /// The whole body, copied once from the buffers it arrives in into the
+    /// array the page is read from (sized from `Content-Length` when the
+    /// body is not compressed). Collecting it into one `ByteBuffer` first
+    /// (`collect(upTo:)`) would copy a large body again each time that
+    /// buffer grows, and once more into the array.
+    private static func bytes(of response: HTTPClientResponse, upTo maxBodyBytes: Int) async throws -> [UInt8] {
+        var body: [UInt8] = []
+        if let length = response.headers.first(name: "content-length").flatMap({ Int($0) }) {
+            guard length <= maxBodyBytes else { throw NIOTooManyBytesError(maxBytes: maxBodyBytes) }
+            if response.headers.first(name: "content-encoding") == nil { body.reserveCapacity(length) }
+        }
+        for try await chunk in response.body {
+            guard chunk.readableBytes <= maxBodyBytes - body.count else { throw NIOTooManyBytesError(maxBytes: maxBodyBytes) }
+            chunk.withUnsafeReadableBytes { body.append(contentsOf: $0) }
+        }
+        return body
     }
 
     private static func transportError(_ error: any Error, maxBodyBytes: Int) -> HTTPTransportError {

@@ -23,6 +23,13 @@ public protocol PagingStrategy: Sendable {
     /// just fetched with `request`; `loadedBefore` counts the items and pages
     /// received before it.
     func advance(after page: UpstreamPage, request: PageRequest, loadedBefore: LoadedBefore) -> Advance
+
+    /// The pages known to follow `advance.next`, when the page says where
+    /// the walk ends, so that they may be fetched at once (`concurrency`).
+    ///
+    /// The default implementation returns `nil`: each page's cursor is
+    /// known only from the page before it.
+    func pagesAhead(after page: UpstreamPage, request: PageRequest, advance: Advance, loadedBefore: LoadedBefore) -> PagesAhead?
 }
 
 /// The items and pages received from the source before a page, since the
@@ -50,6 +57,17 @@ public struct LoadedBefore: Sendable, Equatable {
 
 extension PagingStrategy {
     public func firstCursor(_ paging: Paging) -> Cursor? { nil }
+
+    public func pagesAhead(after page: UpstreamPage, request: PageRequest, advance: Advance, loadedBefore: LoadedBefore) -> PagesAhead? {
+        nil
+    }
+
+    /// The targets of the page's `Link` header with relation `relation` (`next`, `last`).
+    func link(_ relation: String, in page: UpstreamPage) -> String? {
+        let values = page.headers.filter { $0.name.lowercased() == "link" }.map(\.value)
+        guard !values.isEmpty else { return nil }
+        return LinkHeader.parse(values).first { $0.relations.contains(relation) }?.target
+    }
 
     /// The end test shared by every strategy: a `hasNext` pointer, when given,
     /// decides; without a cursor to continue from there is nothing more (and
