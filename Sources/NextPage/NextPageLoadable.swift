@@ -227,6 +227,8 @@ public final class LoadQueue {
     fileprivate var streamingPages = 0
     /// The pages known to follow the last page landed (its `ahead`).
     fileprivate var landedAhead: PagesAhead?
+    /// A page fetched ahead failed: nothing more is fetched ahead until a page lands.
+    fileprivate var aheadFailed = false
     /// Whether the last call served ended with a page that landed.
     fileprivate var lastCallLanded = false
 
@@ -503,6 +505,7 @@ extension NextPageLoadable {
         loadQueue.landedCursors = []
         loadQueue.lastCallLanded = false
         loadQueue.landedAhead = nil
+        loadQueue.aheadFailed = false
         // An answer its caller has not taken yet ends too: that reply was not sent.
         let calls = loadQueue.calls
         let untaken = loadQueue.untaken
@@ -718,6 +721,7 @@ extension NextPageLoadable {
         nextPageState.update(hasNext: hasNext, lastId: hasNext ? page.next : nil, added: delivered.count)
         nextPageState.lastError = stopReason
         loadQueue.landedAhead = hasNext ? page.ahead : nil
+        loadQueue.aheadFailed = false
         // Pages fetched ahead must continue from where this one left off,
         // with the items before them they were fetched for.
         if let first = loadQueue.fetches.first {
@@ -849,6 +853,7 @@ extension NextPageLoadable {
     /// landed last), directly (its `next`) or from the pages known ahead of
     /// it when the policy fans out.
     private func nextPageAhead(_ policy: ReadAhead) -> (Cursor, LoadedBefore)? {
+        guard !loadQueue.aheadFailed else { return nil }
         let fetches = loadQueue.fetches
         // The pages calls will ask for: the one being loaded, those of the
         // calls in line, and those that calls will ask for beyond them.
@@ -910,6 +915,7 @@ extension NextPageLoadable {
             // being answered with a failure from earlier. Nothing is fetched
             // ahead again until a page lands.
             dropFetches(from: index)
+            loadQueue.aheadFailed = true
             if loadQueue.fetches.isEmpty { loadQueue.lastCallLanded = false }
         } else {
             loadQueue.fetches[index].outcome = result

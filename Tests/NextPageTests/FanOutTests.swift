@@ -166,21 +166,24 @@ final class FanOutTests: XCTestCase {
     }
 
     func testAFailedPageAheadDropsThePagesAfterItAndIsFetchedAgain() async throws {
-        // Page 4 fails once, while page 2 (held) has not landed: nobody has asked for it yet.
+        // Page 4 fails once, while pages 2 and 3 have not landed: nobody has asked for it yet.
         let failure = LoadError.upstream(UpstreamFailure(status: 503, retryable: true, message: "unavailable"))
-        let client = NumberedPagesClient(hold: [2]) { number, attempt in
+        let client = NumberedPagesClient(hold: [2, 3, 4, 5]) { number, attempt in
             number == 4 && attempt == 1 ? .failure(failure) : Self.page(number, total: 16)
         }
         let collection = collection(client)
         let walker = Task { try await walkToTheEnd(collection) }
         await client.waitForStart(5)
+        await client.release(4)
         // The failure drops page 4 and every page fetched after it (5); 2 and 3 stay.
         try await eventually("page 4's failure dropped with page 5") {
             let finished = await client.finished
             let kept = await collection.fetchesNotTaken
-            return finished >= 4 && kept == 2
+            return finished >= 2 && kept == 2
         }
-        await client.release(2)
+        let fetchedBefore = await client.fetched
+        XCTAssertEqual(fetchedBefore.sorted(), [1, 2, 3, 4, 5], "nothing is fetched ahead again before a page lands")
+        for number: Int64 in [5, 3, 2] { await client.release(number) }
         let ids = try await walker.value
         XCTAssertEqual(ids, Array(1...16), "every item once, in order; no call saw the failure")
         let again = await client.times(4)
