@@ -18,13 +18,15 @@ public final class NextPageService: RPCHandler {
     let upstream: UpstreamMode
     /// Where collection states are saved (`--state`), if anywhere.
     let stateStore: StateStore?
+    /// Where `loadAll` hands its pages instead of notifying them (the shell commands), if anywhere.
+    let pageTap: PageTap?
 
     /// A service for `collections`; `http` sources reach upstream as
     /// `upstream` says (by default the network); `stateStore`, when given,
     /// is told every state change (see `persist`).
     public init(
         collections: [(name: String, definition: CollectionDefinition)], validator: DefinitionValidator, logger: Logger,
-        upstream: UpstreamMode = .live, stateStore: StateStore? = nil
+        upstream: UpstreamMode = .live, stateStore: StateStore? = nil, pageTap: PageTap? = nil
     ) {
         self.registry = Registry(collections.map {
             ($0.name, $0.definition.makeCollection(name: $0.name, upstream: upstream, logger: logger))
@@ -33,6 +35,7 @@ public final class NextPageService: RPCHandler {
         self.logger = logger
         self.upstream = upstream
         self.stateStore = stateStore
+        self.pageTap = pageTap
     }
 
     /// Every method this service answers.
@@ -193,7 +196,9 @@ public final class NextPageService: RPCHandler {
                 pages += 1
                 count += result.items.count
                 await persist(collection)
-                context.notify("page", Wire.page(collection.name, result))
+                if pageTap?.deliver(collection.name, result) != true {
+                    context.notify("page", Wire.page(collection.name, result))
+                }
                 progress("report")
             }
             if !result.landed || !state.hasNext { break }
