@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Compares two nextpage builds on one workload, run alternately.
 
-    bench/ab.py BIN_A BIN_B [PAIRS] [small|large]
-    bench/ab.py BIN [-] [RUNS] [small|large]      (one build alone)
+    bench/ab.py BIN_A BIN_B [PAIRS] [WORKLOAD]
+    bench/ab.py BIN [-] [RUNS] [WORKLOAD]      (one build alone)
 
-Each run starts the server in bench/data with `--config config.json`, feeds
-it the workload's requests on stdin and writes the replies to a file, as
-scripts/bench does. Prints each run's wall and CPU time (user + system of
+WORKLOAD is `small` or `large` (default small): each run starts the server
+in bench/data with `--config config.json`, feeds it the workload's requests
+on stdin and writes the replies to a file, as scripts/bench does. Or
+`all-small` / `all-large`: `nextpage all` over the page files; or
+`http-small` / `http-large`: `nextpage all` paging the loopback nginx that
+`bench/nginx.sh start bench/data bench/out/nginx` started (2,000 small
+pages, as scripts/bench's http workloads). Prints each run's wall and CPU time (user + system of
 the process), B's CPU over A's for each pair, and the medians. Alternating
 the builds spreads the machine's drift over both; a change worth keeping
 shows in the per-pair ratio, not in one run.
@@ -22,11 +26,21 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 TIMEOUT = 600
 
 
+HTTP_CONFIG = os.path.join(os.path.dirname(DATA), "out", "nginx", "http.config.json")
+
+
 def run(binary, workload, out_path):
     """One run, as scripts/bench makes it (bench/measure.py): wall and CPU seconds."""
-    wall, _, cpu, code, timed_out = run_once([binary, "--config", "config.json"], DATA,
-                                             os.path.join(DATA, f"{workload}.requests.jsonl"), out_path,
-                                             TIMEOUT, "wait4")
+    kind, _, name = workload.rpartition("-")
+    if kind == "all":
+        cmd, stdin = [binary, "all", name, "--config", "config.json"], "/dev/null"
+    elif kind == "http":
+        cmd, stdin = [binary, "all", name, "--config", HTTP_CONFIG], "/dev/null"
+        if name == "small":
+            cmd += ["--max-pages", "2000"]
+    else:
+        cmd, stdin = [binary, "--config", "config.json"], os.path.join(DATA, f"{workload}.requests.jsonl")
+    wall, _, cpu, code, timed_out = run_once(cmd, DATA, stdin, out_path, TIMEOUT, "wait4")
     if timed_out or code != 0:
         sys.exit(f"ab: {binary} " + (f"timed out after {TIMEOUT} s" if timed_out else f"exited with status {code}")
                  + f" (stderr: {out_path}.stderr)")

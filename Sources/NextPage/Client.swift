@@ -28,8 +28,9 @@ public protocol Client: Sendable {
     /// `R.Response.decode(_:for:)`.
     func send<R: Request>(_ request: R) async throws -> R.Response
 
-    /// Whether fetching a page only reads it (files): such pages may be
-    /// fetched before the page before them has been checked, and dropped.
+    /// Whether fetching a page only reads it (files, HTTP `GET`): such pages
+    /// may be fetched before the page before them has been checked, several
+    /// at once (`concurrency`), and dropped.
     ///
     /// The default implementation returns `false`.
     var fetchesHaveNoEffects: Bool { get }

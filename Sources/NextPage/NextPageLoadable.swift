@@ -16,6 +16,14 @@ public struct LoadedPage: Sendable {
     /// Why the source ends here although it claimed more (it gave no cursor
     /// to continue from): the collection's `lastError` once the page lands.
     public var endNote: String?
+    /// The pages known to follow `next`, when the page says where the walk
+    /// ends: a collection with `ReadAhead.fanOut` fetches them at once.
+    public var ahead: PagesAhead?
+    /// Reads what follows the page again, as if other items and pages had
+    /// come before it (`next`, `hasNext`, `endNote`, `ahead`): for a page
+    /// fetched on a forecast whose items before it turned out otherwise
+    /// (a shorter page before it), so that the page need not be fetched again.
+    public var reread: (@Sendable (LoadedBefore) -> (Advance, PagesAhead?))?
     /// Checks of the page still to run before it may land (jansson's
     /// validation of the items); they return the items' ids when wanted,
     /// and the items when jansson reads them differently from the bytes
@@ -36,6 +44,16 @@ public struct LoadedPage: Sendable {
 
     public init(items: [RawJSON], ids: [Cursor?] = [], next: Cursor?, hasNext: Bool) {
         self.init(items: PageItems(items), ids: ids, next: next, hasNext: hasNext)
+    }
+
+    /// What follows the page when `loadedBefore` came before it (see `reread`).
+    mutating func follow(_ loadedBefore: LoadedBefore) {
+        guard let reread else { return }
+        let (advance, ahead) = reread(loadedBefore)
+        next = advance.next
+        hasNext = advance.hasNext
+        endNote = advance.endNote
+        self.ahead = ahead
     }
 
     /// Runs the pending checks; afterwards the page may land.
@@ -107,10 +125,16 @@ public struct ReadAhead: Sendable, Equatable {
     /// as files: a page read this way is dropped, unseen, when the page
     /// before it fails its checks.
     public var whileChecking: Int
+    /// When calls are waiting and the pages ahead are known (`LoadedPage.ahead`),
+    /// how many pages may be fetched at once, the one being loaded included
+    /// (`concurrency`; 1: none beyond what `whileChecking` allows). Only for
+    /// sources whose reads have no effects, as `whileChecking`.
+    public var fanOut: Int
 
-    public init(afterDelivery: Int = 0, whileChecking: Int = 0) {
+    public init(afterDelivery: Int = 0, whileChecking: Int = 0, fanOut: Int = 1) {
         self.afterDelivery = afterDelivery
         self.whileChecking = whileChecking
+        self.fanOut = fanOut
     }
 
     /// Nothing is fetched before it is asked for.
@@ -157,6 +181,17 @@ public final class LoadQueue {
         var next: Cursor?
         var hasNext: Bool
         var itemCount: Int
+        /// The pages known to follow `next`.
+        var ahead: PagesAhead?
+        /// Reads the above again for other items before the page (`LoadedPage.reread`).
+        var reread: (@Sendable (LoadedBefore) -> (Advance, PagesAhead?))?
+
+        /// The head as it reads when `loadedBefore` came before the page.
+        func following(_ loadedBefore: LoadedBefore) -> Head {
+            guard let reread else { return self }
+            let (advance, ahead) = reread(loadedBefore)
+            return Head(next: advance.next, hasNext: advance.hasNext, itemCount: itemCount, ahead: ahead, reread: reread)
+        }
     }
 
     /// One page being fetched, or fetched and not yet landed.
@@ -164,8 +199,11 @@ public final class LoadQueue {
         let id: Int
         let cursor: Cursor?
         let isFirstPage: Bool
-        /// Items and pages received from the source before this page.
-        let loadedBefore: LoadedBefore
+        /// Items and pages received from the source before this page (a
+        /// forecast corrected once the page before it is known).
+        var loadedBefore: LoadedBefore
+        /// The items before the page that its fetch read it with.
+        let fetchedAfter: LoadedBefore
         var task: Task<Void, Never>?
         var head: Head?
         /// The outcome, when it came before a call was served with it.
@@ -187,10 +225,55 @@ public final class LoadQueue {
     fileprivate var received = LoadedBefore()
     /// Calls that will ask for page after page (`loadAll`): demand beyond the waiters.
     fileprivate var streaming = 0
+    /// Pages that calls with a limit (`loadAll` with `maxPages`) will still
+    /// ask for beyond the calls in line.
+    fileprivate var streamingPages = 0
+    /// The pages known to follow the last page landed (its `ahead`).
+    fileprivate var landedAhead: PagesAhead?
+    /// A page fetched ahead failed: nothing more is fetched ahead until a page lands.
+    fileprivate var aheadFailed = false
     /// Whether the last call served ended with a page that landed.
     fileprivate var lastCallLanded = false
 
     public init() {}
+}
+
+/// A page whose head is known, and what it says of the pages after it.
+private struct Anchor {
+    /// The cursor the page was fetched with (`nil` for the page landed last: not needed).
+    let cursor: Cursor?
+    let head: LoadQueue.Head
+    /// Items and pages received up to and including this page.
+    let loadedAfter: LoadedBefore
+
+    init(cursor: Cursor?, head: LoadQueue.Head, loadedBefore: LoadedBefore) {
+        self.init(cursor: cursor, head: head, loadedAfter: loadedBefore.adding(items: head.itemCount))
+    }
+
+    init(cursor: Cursor?, head: LoadQueue.Head, loadedAfter: LoadedBefore) {
+        self.cursor = cursor
+        self.head = head
+        self.loadedAfter = loadedAfter
+    }
+
+    /// What this page says of the page `position` pages after its next one.
+    enum Forecast {
+        /// That page's cursor, and the items and pages before it.
+        case page(Cursor, LoadedBefore)
+        /// There is no such page.
+        case none
+        /// This page does not say.
+        case unknown
+    }
+
+    /// What this page says of the page `position` pages after its next (0: the next).
+    func forecast(_ position: Int) -> Forecast {
+        guard head.hasNext, let next = head.next else { return .none }
+        if position == 0 { return .page(next, loadedAfter) }
+        guard let ahead = head.ahead else { return .unknown }
+        guard let cursor = ahead.cursor(position) else { return .none }
+        return .page(cursor, LoadedBefore(items: loadedAfter.items + position * ahead.itemsPerPage, pages: loadedAfter.pages + position))
+    }
 }
 
 /// Where the answer to one call passes from the collection to its caller,
@@ -424,6 +507,8 @@ extension NextPageLoadable {
         loadQueue.received = LoadedBefore()
         loadQueue.landedCursors = []
         loadQueue.lastCallLanded = false
+        loadQueue.landedAhead = nil
+        loadQueue.aheadFailed = false
         // An answer its caller has not taken yet ends too: that reply was not sent.
         let calls = loadQueue.calls
         let untaken = loadQueue.untaken
@@ -459,6 +544,15 @@ extension NextPageLoadable {
         readAheadIfWanted()
     }
 
+    /// Declares (`> 0`) or withdraws (`< 0`) pages that a caller with a
+    /// limit (`loadAll` with `maxPages`) will ask for, one after the other,
+    /// beyond its call in line: pages may be read ahead for it, and none
+    /// beyond them.
+    public func streamingDemand(pages delta: Int) {
+        loadQueue.streamingPages = max(0, loadQueue.streamingPages + delta)
+        readAheadIfWanted()
+    }
+
     // MARK: Serving calls
 
     /// Serves the calls in line while their pages are at hand: a call whose
@@ -480,6 +574,10 @@ extension NextPageLoadable {
             loadQueue.serving = LoadQueue.Serving(call: id, cursor: cursor, isFirstPage: isFirstPage)
             // The page may have been fetched ahead already; otherwise fetch it now.
             let fetchedAhead = loadQueue.fetches.first.map { $0.cursor == cursor && $0.isFirstPage == isFirstPage } ?? false
+            if fetchedAhead, loadQueue.fetches[0].loadedBefore != loadQueue.received {
+                correct(0, loadedBefore: loadQueue.received)
+                checkForecasts(after: 0)
+            }
             if !fetchedAhead {
                 cancelFetches()
                 startFetch(cursor: cursor, isFirstPage: isFirstPage, loadedBefore: loadQueue.received)
@@ -625,9 +723,17 @@ extension NextPageLoadable {
         let delivered = didLoad(page)
         nextPageState.update(hasNext: hasNext, lastId: hasNext ? page.next : nil, added: delivered.count)
         nextPageState.lastError = stopReason
-        // Pages fetched ahead must continue from where this one left off.
-        if let first = loadQueue.fetches.first, !(hasNext && first.cursor == nextPageState.lastId && !first.isFirstPage) {
-            cancelFetches()
+        loadQueue.landedAhead = hasNext ? page.ahead : nil
+        loadQueue.aheadFailed = false
+        // Pages fetched ahead must continue from where this one left off,
+        // with the items before them they were fetched for.
+        if let first = loadQueue.fetches.first {
+            if !(hasNext && first.cursor == nextPageState.lastId && !first.isFirstPage) {
+                cancelFetches()
+            } else if first.loadedBefore != loadQueue.received {
+                correct(0, loadedBefore: loadQueue.received)
+                checkForecasts(after: 0)
+            }
         }
         // The state a caller sees is that of its own page: others may land before it reads it.
         var state = nextPageState
@@ -642,14 +748,16 @@ extension NextPageLoadable {
         let id = loadQueue.nextFetchId
         loadQueue.nextFetchId += 1
         let policy = readAhead
-        let reportsHead = policy.afterDelivery > 1 || policy.whileChecking > 0
-        loadQueue.fetches.append(LoadQueue.Fetch(id: id, cursor: cursor, isFirstPage: isFirstPage, loadedBefore: loadedBefore))
+        let reportsHead = policy.afterDelivery > 1 || policy.whileChecking > 0 || policy.fanOut > 1
+        loadQueue.fetches.append(LoadQueue.Fetch(
+            id: id, cursor: cursor, isFirstPage: isFirstPage, loadedBefore: loadedBefore, fetchedAfter: loadedBefore))
         let task = Task.detached {
             let result: Result<LoadedPage, any Error>
             do {
                 var page = try await self.performLoad(after: cursor, isFirstPage: isFirstPage, loadedBefore: loadedBefore)
                 if reportsHead {
-                    await self.headArrived(id, LoadQueue.Head(next: page.next, hasNext: page.hasNext, itemCount: page.items.count))
+                    await self.headArrived(id, LoadQueue.Head(
+                        next: page.next, hasNext: page.hasNext, itemCount: page.items.count, ahead: page.ahead, reread: page.reread))
                 }
                 if Task.isCancelled { throw LoadError.cancelled }
                 try page.completeChecks()
@@ -664,57 +772,141 @@ extension NextPageLoadable {
         }
     }
 
-    /// What comes after a fetched page is known: maybe fetch that next.
+    /// What comes after a fetched page is known: the pages fetched after it
+    /// on a forecast must be the ones it leads to, and maybe more can be
+    /// fetched now.
     private func headArrived(_ id: Int, _ head: LoadQueue.Head) {
         guard let index = loadQueue.fetches.firstIndex(where: { $0.id == id }) else { return }
-        loadQueue.fetches[index].head = head
+        let fetch = loadQueue.fetches[index]
+        // Read with the items before the page as they are known now.
+        loadQueue.fetches[index].head = fetch.loadedBefore == fetch.fetchedAfter ? head : head.following(fetch.loadedBefore)
+        checkForecasts(after: index)
         readAheadIfWanted()
     }
 
-    /// Starts the fetch of the page after the last one known, when the
-    /// read-ahead policy and the calls waiting want it and the loop guards
-    /// would let that page be asked for.
+    /// Holds the fetches after `index` (up to the next one whose head has
+    /// come, which holds those after it) to what the head at `index` says:
+    /// a page it contradicts (another cursor, or beyond the end) is dropped
+    /// with every fetch after it; a page it confirms, but after other items
+    /// than forecast (a shorter page before it), is read again with those
+    /// items instead of being fetched again; a page it cannot tell (it knows
+    /// nothing beyond its next) waits for the heads before it.
+    private func checkForecasts(after index: Int) {
+        let fetches = loadQueue.fetches
+        guard let head = fetches[index].head else { return }
+        let anchor = Anchor(cursor: fetches[index].cursor, head: head, loadedBefore: fetches[index].loadedBefore)
+        var following = index + 1
+        while following < fetches.count {
+            let fetch = fetches[following]
+            switch anchor.forecast(following - index - 1) {
+            case .unknown:
+                return
+            case .none:
+                dropFetches(from: following)
+                return
+            case .page(let cursor, let loadedBefore):
+                guard fetch.cursor == cursor, !fetch.isFirstPage else {
+                    dropFetches(from: following)
+                    return
+                }
+                if fetch.loadedBefore != loadedBefore {
+                    correct(following, loadedBefore: loadedBefore)
+                }
+            }
+            // The pages after one whose head has come are that one's to hold.
+            if fetch.head != nil {
+                checkForecasts(after: following)
+                return
+            }
+            following += 1
+        }
+    }
+
+    /// The fetch at `index` came after `loadedBefore`, not what was
+    /// forecast: what follows its page is read again for that.
+    private func correct(_ index: Int, loadedBefore: LoadedBefore) {
+        loadQueue.fetches[index].loadedBefore = loadedBefore
+        loadQueue.fetches[index].head = loadQueue.fetches[index].head?.following(loadedBefore)
+        if case .success(var page)? = loadQueue.fetches[index].outcome {
+            page.follow(loadedBefore)
+            loadQueue.fetches[index].outcome = .success(page)
+        }
+    }
+
+    /// Drops the fetch at `index` and every one after it.
+    private func dropFetches(from index: Int) {
+        let dropped = loadQueue.fetches[index...]
+        loadQueue.fetches.removeSubrange(index...)
+        for fetch in dropped { fetch.task?.cancel() }
+    }
+
+    /// Starts fetching the pages after the last one known, as long as the
+    /// read-ahead policy and the calls waiting want them and the loop guards
+    /// would let them be asked for.
     private func readAheadIfWanted() {
         let policy = readAhead
-        guard policy.afterDelivery > 0 || policy.whileChecking > 0 else { return }
-        var allowed = policy.afterDelivery
-        let demand = loadQueue.waiting + loadQueue.streaming
-        if policy.whileChecking > 0 && demand > 0 {
-            allowed = max(allowed, 1 + min(demand, policy.whileChecking))
+        guard policy.afterDelivery > 0 || policy.whileChecking > 0 || policy.fanOut > 1 else { return }
+        while let (cursor, loadedBefore) = nextPageAhead(policy) {
+            startFetch(cursor: cursor, isFirstPage: false, loadedBefore: loadedBefore)
         }
-        guard loadQueue.fetches.count < allowed else { return }
+    }
 
-        let cursor: Cursor?
-        let loadedBefore: LoadedBefore
-        var streak = nextPageState.emptyPages
-        if let last = loadQueue.fetches.last {
-            // Never a cursor fetched before: landing that page would stop the collection.
-            guard let head = last.head, head.hasNext, let next = head.next, next != last.cursor,
-                  !loadQueue.landedCursors.contains(next.hashValue),
-                  !loadQueue.fetches.contains(where: { $0.cursor == next }) else { return }
-            for fetch in loadQueue.fetches {
-                guard let head = fetch.head else { return }
-                streak = head.itemCount == 0 && head.hasNext ? streak + 1 : 0
-            }
-            // Landing that page would stop the collection: nothing after it is asked for.
-            guard streak <= loopGuard.maxEmptyPages else { return }
-            cursor = next
-            loadedBefore = last.loadedBefore.adding(items: head.itemCount)
+    /// The page to fetch ahead next, if any: the one after the last fetch,
+    /// read from the last fetch whose head has come (or from the page that
+    /// landed last), directly (its `next`) or from the pages known ahead of
+    /// it when the policy fans out.
+    private func nextPageAhead(_ policy: ReadAhead) -> (Cursor, LoadedBefore)? {
+        guard !loadQueue.aheadFailed else { return nil }
+        let fetches = loadQueue.fetches
+        // The pages calls will ask for: the one being loaded, those of the
+        // calls in line, and those that calls will ask for beyond them.
+        let beyond = loadQueue.streaming > 0 ? Int.max / 4 : loadQueue.streamingPages
+        let wanted = (loadQueue.serving == nil ? 0 : 1) + loadQueue.waiting + beyond
+        var allowed = policy.afterDelivery
+        if policy.whileChecking > 0 {
+            allowed = max(allowed, min(wanted, 1 + policy.whileChecking))
+        }
+        let fansOut = policy.fanOut > 1 && wanted > 0
+        if fansOut { allowed = max(allowed, min(wanted, policy.fanOut)) }
+        guard fetches.count < allowed else { return nil }
+
+        var anchorIndex = fetches.count - 1
+        while anchorIndex >= 0 && fetches[anchorIndex].head == nil { anchorIndex -= 1 }
+        let anchor: Anchor
+        if anchorIndex >= 0 {
+            let fetch = fetches[anchorIndex]
+            anchor = Anchor(cursor: fetch.cursor, head: fetch.head!, loadedBefore: fetch.loadedBefore)
         } else {
             // Only right after a page landed: never for a fresh collection, nor
             // after a call failed or gave up (its page is asked for again).
-            guard loadQueue.lastCallLanded, nextPageState.hasNext, let lastId = nextPageState.lastId else { return }
-            cursor = lastId
-            loadedBefore = loadQueue.received
+            guard loadQueue.lastCallLanded, nextPageState.hasNext, let lastId = nextPageState.lastId else { return nil }
+            anchor = Anchor(
+                cursor: nil, head: LoadQueue.Head(next: lastId, hasNext: true, itemCount: 0, ahead: loadQueue.landedAhead),
+                loadedAfter: loadQueue.received)
         }
-        startFetch(cursor: cursor, isFirstPage: false, loadedBefore: loadedBefore)
+        let position = fetches.count - anchorIndex - 1
+        // Beyond the anchor's next page only when fanning out.
+        guard position == 0 || fansOut, case .page(let cursor, let loadedBefore) = anchor.forecast(position) else { return nil }
+        let page = (cursor: cursor, loadedBefore: loadedBefore)
+        // Never a cursor fetched before: landing that page would stop the collection.
+        guard page.cursor != anchor.cursor, !loadQueue.landedCursors.contains(page.cursor.hashValue),
+              !fetches.contains(where: { $0.cursor == page.cursor }) else { return nil }
+        // Landing that page would stop the collection: nothing after it is asked for.
+        var streak = nextPageState.emptyPages
+        for fetch in fetches {
+            // A page fetched on a forecast is expected to be full.
+            streak = fetch.head.map { $0.itemCount == 0 && $0.hasNext } ?? false ? streak + 1 : 0
+        }
+        guard streak <= loopGuard.maxEmptyPages else { return nil }
+        return (page.cursor, page.loadedBefore)
     }
 
     /// A fetch ended: the call being served gets it and the next calls are
     /// served; a fetch ahead keeps its page, and drops its failure; a
     /// dropped fetch is ignored.
-    private func finishFetch(_ id: Int, _ result: Result<LoadedPage, any Error>) {
+    private func finishFetch(_ id: Int, _ fetched: Result<LoadedPage, any Error>) {
         guard let index = loadQueue.fetches.firstIndex(where: { $0.id == id }) else { return }
+        let result = followed(fetched, loadQueue.fetches[index])
         if index == 0, loadQueue.serving != nil {
             loadQueue.fetches.removeFirst()
             finishServing(with: result)
@@ -725,9 +917,8 @@ extension NextPageLoadable {
             // it again, as it would have without fetching ahead, rather than
             // being answered with a failure from earlier. Nothing is fetched
             // ahead again until a page lands.
-            let dropped = loadQueue.fetches[index...]
-            loadQueue.fetches.removeSubrange(index...)
-            for fetch in dropped { fetch.task?.cancel() }
+            dropFetches(from: index)
+            loadQueue.aheadFailed = true
             if loadQueue.fetches.isEmpty { loadQueue.lastCallLanded = false }
         } else {
             loadQueue.fetches[index].outcome = result
@@ -735,8 +926,18 @@ extension NextPageLoadable {
         }
     }
 
+    /// A fetch's page, read with the items before it as they are known now.
+    private func followed(_ result: Result<LoadedPage, any Error>, _ fetch: LoadQueue.Fetch) -> Result<LoadedPage, any Error> {
+        guard fetch.loadedBefore != fetch.fetchedAfter, case .success(var page) = result else { return result }
+        page.follow(fetch.loadedBefore)
+        return .success(page)
+    }
+
     /// Fetches started and not yet taken by a call, in flight or done (for tests).
     var fetchesNotTaken: Int { loadQueue.fetches.count }
+
+    /// Fetches done (their outcome kept) and not yet taken by a call (for tests).
+    var fetchesDoneNotTaken: Int { loadQueue.fetches.filter { $0.outcome != nil }.count }
 
     /// Cancels every fetch.
     private func cancelFetches() {

@@ -14,6 +14,9 @@ public actor PagedCollection: NextPageLoadable {
     /// Receives what a walk notices but does not fail for (items without an
     /// incremental value).
     private let logger: Logger?
+    /// Whether pages are fetched several at once when the pages ahead are
+    /// known (`concurrency`), so each page's `ahead` is worth reading.
+    private let forecastsPages: Bool
 
     public var nextPageState = NextPageState()
     public let loadQueue = LoadQueue()
@@ -56,9 +59,12 @@ public actor PagedCollection: NextPageLoadable {
         }
         self.loopGuard = LoopGuard(onRepeatedCursor: options.onRepeatedCursor, maxEmptyPages: options.maxEmptyPages)
         self.buffer = ItemBuffer(capacity: options.maxItems)
+        let noEffects = client.fetchesHaveNoEffects
         self.readAhead = ReadAhead(
             afterDelivery: options.prefetch,
-            whileChecking: client.fetchesHaveNoEffects ? Self.readAheadWhileChecking : 0)
+            whileChecking: noEffects ? Self.readAheadWhileChecking : 0,
+            fanOut: noEffects ? max(1, options.concurrency) : 1)
+        self.forecastsPages = noEffects && options.concurrency > 1
     }
 
     public func firstCursor() -> Cursor? { strategy.firstCursor(paging) }
@@ -88,10 +94,23 @@ public actor PagedCollection: NextPageLoadable {
         } else {
             page = try await client.send(request)
         }
-        let advance = request.paging.strategy.implementation.advance(after: page, request: request, loadedBefore: loadedBefore)
+        // The strategy the walk goes by (for `auto`, the one its first page picked).
+        let walking = request.paging.strategy.implementation
+        let advance = walking.advance(after: page, request: request, loadedBefore: loadedBefore)
         var loaded = LoadedPage(items: page.items, ids: page.ids, next: advance.next, hasNext: advance.hasNext)
         loaded.marks = page.marks
         loaded.endNote = advance.endNote
+        if forecastsPages {
+            loaded.ahead = walking.pagesAhead(after: page, request: request, advance: advance, loadedBefore: loadedBefore)
+            // What the strategy reads from the page, without its bytes.
+            var facts = page
+            facts.pendingCheck = nil
+            let strategy = walking
+            loaded.reread = { [facts, request] before in
+                let advance = strategy.advance(after: facts, request: request, loadedBefore: before)
+                return (advance, strategy.pagesAhead(after: facts, request: request, advance: advance, loadedBefore: before))
+            }
+        }
         if let check = page.pendingCheck {
             loaded.pendingCheck = { try check.run() }
         }

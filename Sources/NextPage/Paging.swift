@@ -100,11 +100,16 @@ public struct CollectionOptions: Sendable, Equatable {
     public var maxEmptyPages: Int
     /// Incremental sync: the value kept between walks, and where it is sent.
     public var incremental: Incremental?
+    /// Pages fetched at once when the pages ahead are known (a `total`, a
+    /// `Link` rel="last"), from sources whose reads have no effects; 1: one
+    /// at a time (SPEC §10, fan-out).
+    public var concurrency: Int
 
     public init(
         pageSize: Int? = nil, pageSizeParam: String? = nil, maxItems: Int = 100_000, prefetch: Int = 0,
         dedupe: Bool = false, onRepeatedCursor: RepeatedCursorPolicy = .stop, maxEmptyPages: Int = 10,
-        incremental: Incremental? = nil
+        incremental: Incremental? = nil,
+        concurrency: Int = 1
     ) {
         self.pageSize = pageSize
         self.pageSizeParam = pageSizeParam
@@ -114,5 +119,6 @@ public struct CollectionOptions: Sendable, Equatable {
         self.onRepeatedCursor = onRepeatedCursor
         self.maxEmptyPages = maxEmptyPages
         self.incremental = incremental
+        self.concurrency = concurrency
     }
 }

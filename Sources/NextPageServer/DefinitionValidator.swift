@@ -54,7 +54,7 @@ public struct DefinitionValidator: Sendable {
     static let fileSourceKeys: Set<String> = ["type", "dir", "maxBodyBytes"]
     static let collectionKeys: Set<String> = [
         "source", "paging", "pageSize", "pageSizeParam", "maxItems", "prefetch", "dedupe",
-        "onRepeatedCursor", "maxEmptyPages", "incremental",
+        "onRepeatedCursor", "maxEmptyPages", "incremental", "concurrency",
     ]
     static let pagingKeys: Set<String> = [
         "strategy", "param", "limitParam", "start", "bodyPointer", "header", "items", "next", "id", "hasNext", "total",
@@ -167,6 +167,7 @@ public struct DefinitionValidator: Sendable {
         }
         options.maxEmptyPages = try reader.integer("maxEmptyPages", min: 0) ?? options.maxEmptyPages
         options.incremental = try validateIncremental(json["incremental"], source: source, paging: paging, options: options, at: field("incremental"))
+        options.concurrency = try reader.integer("concurrency", min: 1, max: 32) ?? 1
         return CollectionDefinition(source: source, paging: paging, options: options)
     }
 

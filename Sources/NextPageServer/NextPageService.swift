@@ -20,6 +20,8 @@ public final class NextPageService: RPCHandler {
     let stateStore: StateStore?
     /// What the `http` sources share (clock, credentials, rate limits).
     let environment: HTTPSourceEnvironment
+    /// Where `loadAll` hands its pages instead of notifying them (the shell commands), if anywhere.
+    let pageTap: PageTap?
 
     /// A service for `collections`; `http` sources reach upstream as
     /// `upstream` says (by default the network) and share what `environment`
@@ -27,7 +29,8 @@ public final class NextPageService: RPCHandler {
     /// every state change (see `persist`).
     public init(
         collections: [(name: String, definition: CollectionDefinition)], validator: DefinitionValidator, logger: Logger,
-        upstream: UpstreamMode = .live, stateStore: StateStore? = nil, environment: HTTPSourceEnvironment = .shared
+        upstream: UpstreamMode = .live, stateStore: StateStore? = nil, environment: HTTPSourceEnvironment = .shared,
+        pageTap: PageTap? = nil
     ) {
         self.registry = Registry(collections.map {
             ($0.name, $0.definition.makeCollection(name: $0.name, upstream: upstream, logger: logger, environment: environment))
@@ -37,6 +40,7 @@ public final class NextPageService: RPCHandler {
         self.upstream = upstream
         self.stateStore = stateStore
         self.environment = environment
+        self.pageTap = pageTap
     }
 
     /// A collection's State, with what its source said of its rate limit.
@@ -181,9 +185,15 @@ public final class NextPageService: RPCHandler {
         var count = 0
         var ticket = first
         var state = await collection.state
-        // loadAll asks for page after page: let them be read ahead, and stop
-        // that as soon as it ends (before a failure or cancellation is answered).
-        await collection.streamingDemand(1)
+        // loadAll asks for page after page: let them be read ahead (with
+        // `maxPages`, no further than its last page), and stop that as soon
+        // as it ends (before a failure or cancellation is answered).
+        var declared = maxPages.map { $0 - 1 } ?? 0
+        func withdrawDemand() async {
+            if maxPages == nil { await collection.streamingDemand(-1) } else { await collection.streamingDemand(pages: -declared) }
+            declared = 0
+        }
+        if maxPages == nil { await collection.streamingDemand(1) } else { await collection.streamingDemand(pages: declared) }
         func progress(_ kind: String) {
             guard let progressToken else { return }
             context.notify("$/progress", .object([
@@ -197,7 +207,7 @@ public final class NextPageService: RPCHandler {
             do {
                 result = try await collection.loadNext(ticket)
             } catch let error as LoadError {
-                await collection.streamingDemand(-1)
+                await withdrawDemand()
                 await persist(collection)
                 // A progress that began ends, also when the call fails or is cancelled.
                 progress("end")
@@ -208,7 +218,9 @@ public final class NextPageService: RPCHandler {
                 pages += 1
                 count += result.items.count
                 await persist(collection)
-                context.notify("page", Wire.page(collection.name, result))
+                if pageTap?.deliver(collection.name, result) != true {
+                    context.notify("page", Wire.page(collection.name, result))
+                }
                 progress("report")
             }
             if !result.landed || !state.hasNext { break }
@@ -216,9 +228,14 @@ public final class NextPageService: RPCHandler {
             if let maxItems, count >= maxItems { break }
             // Pages go out as notifications: no more while the client is behind reading them.
             await context.waitForOutputRoom()
+            if declared > 0 {
+                // The next page is asked for in line now, not beyond it.
+                declared -= 1
+                await collection.streamingDemand(pages: -1)
+            }
             ticket = await collection.enqueueLoadNext(ifLoading: .queue)
         }
-        await collection.streamingDemand(-1)
+        await withdrawDemand()
         progress("end")
         // Where the collection stands now, as `status` and the last page say
         // (its pages and items since the last reset, not only this call's).

@@ -11,22 +11,30 @@ public final class ShellSession: Sendable {
     public let service: NextPageService
     /// The state file, committed by the caller after it has written a page out.
     public let stateStore: StateStore?
+    /// Where `loadAll`'s pages go when a command takes them (`nextpage all`).
+    public let pageTap: PageTap
 
     /// Loads the collections (`configPath`, or `./nextpage.json`, or the
     /// demo, as `serve` does) and the state file, and restores saved states.
     /// Without `prefetch`, no collection fetches a page before it is asked
     /// for: a command that loads one page and exits would fetch the next
-    /// one for nobody (and the next run would fetch it again).
+    /// one for nobody (and the next run would fetch it again). Items are
+    /// not kept (`maxItems` 0): no shell command serves `items`.
     public init(configPath: String?, statePath: String?, upstream: UpstreamMode, logger: Logger, prefetch: Bool = true) async throws {
         let loaded = try ServerLauncher.collections(configPath: configPath)
         let store = try statePath.map { path throws(StateFileError) in try StateStore(path: path, commit: .onRequest, logger: logger) }
+        let tap = PageTap()
         let collections = loaded.collections.map { name, definition in
             var definition = definition
             if !prefetch { definition.options.prefetch = 0 }
+            // No shell command serves `items`: nothing is kept for it.
+            definition.options.maxItems = 0
             return (name: name, definition: definition)
         }
         service = NextPageService(
-            collections: collections, validator: loaded.validator, logger: logger, upstream: upstream, stateStore: store)
+            collections: collections, validator: loaded.validator, logger: logger, upstream: upstream, stateStore: store,
+            pageTap: tap)
+        pageTap = tap
         stateStore = store
         await service.restoreSavedStates()
     }

@@ -160,20 +160,22 @@ struct All: AsyncParsableCommand {
         // Without a state file nothing of the last page is kept for later:
         // it can stop at the Nth item itself.
         let budget = ItemBudget(options.state == nil ? maxItems : nil)
+        // The pages as they land (not read back from `page` notifications).
+        session.pageTap.take { _, page in
+            let (out, count) = Self.itemLines(page.items, limit: budget.left)
+            budget.left = budget.left.map { $0 - count }
+            writeOut(out)
+            do {
+                try session.commit()
+            } catch {
+                progress?.finish()
+                printError("nextpage: \(error)")
+                Glibc.exit(ShellExit.state)
+            }
+            progress?.add(items: count)
+        }
         do {
-            _ = try await committing(session) { try await call(session, "loadAll", params) { method, page in
-                guard method == "page", let page, let (out, count) = Self.itemLines(page, limit: budget.left) else { return }
-                budget.left = budget.left.map { $0 - count }
-                writeOut(out)
-                do {
-                    try session.commit()
-                } catch {
-                    progress?.finish()
-                    printError("nextpage: \(error)")
-                    Glibc.exit(ShellExit.state)
-                }
-                progress?.add(items: count)
-            } }
+            _ = try await committing(session) { try await call(session, "loadAll", params) }
         } catch {
             progress?.finish()
             throw error
@@ -182,24 +184,19 @@ struct All: AsyncParsableCommand {
         try commit(session)
     }
 
-    /// The items of a `page` notification, at most `limit` of them, one per
-    /// line, each as the source sent it (compacted), and how many there are.
-    static func itemLines(_ page: RawJSON, limit: Int?) -> (lines: [UInt8], count: Int)? {
-        let items: PageItems
-        if let found = page.bytes.withUnsafeBufferPointer({ JSONScanner.compactArray(at: ["items"], in: $0) }) {
-            items = PageItems(trustedArray: found.bytes, starts: found.starts)
-        } else {
-            // Not expected of the server's own reply: read it with jansson instead.
-            guard let elements = (try? page.parsed())?["items"]?.elements else { return nil }
-            items = PageItems(elements.map(RawJSON.init))
-        }
+    /// At most `limit` of a page's items, one per line, each as the source
+    /// sent it (compacted), and how many there are: the page's array, `[a,b,c]`,
+    /// copied once with the commas between its items turned into line ends.
+    static func itemLines(_ items: PageItems, limit: Int?) -> (lines: [UInt8], count: Int) {
         let count = min(items.count, limit ?? items.count)
-        var out: [UInt8] = []
-        out.reserveCapacity(items.array.count)
-        for index in 0..<count {
-            out += items.array[items.span(index)]
-            out.append(UInt8(ascii: "\n"))
+        guard count > 0 else { return ([], 0) }
+        // From the first item to the byte after the last (a comma or the closing bracket).
+        let end = items.span(count - 1).upperBound
+        var out = Array(items.array[1...end])
+        for index in 1..<count {
+            out[items.span(index).lowerBound - 2] = UInt8(ascii: "\n")
         }
+        out[out.count - 1] = UInt8(ascii: "\n")
         return (out, count)
     }
 }

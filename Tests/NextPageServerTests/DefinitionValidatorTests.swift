@@ -122,6 +122,9 @@ final class DefinitionValidatorTests: XCTestCase {
             (#""maxEmptyPages": -2"#, "maxEmptyPages"),
             (#""pageSizeParam": """#, "pageSizeParam"),
             (#""pageSizeParam": 5"#, "pageSizeParam"),
+            (#""concurrency": 0"#, "concurrency"),
+            (#""concurrency": 33"#, "concurrency"),
+            (#""concurrency": "8""#, "concurrency"),
         ]
         for (member, field) in cases {
             XCTAssertEqual(defineError(definition(extra: member))?.field, field, member)
@@ -129,6 +132,7 @@ final class DefinitionValidatorTests: XCTestCase {
         }
         XCTAssertEqual(defineError(definition(extra: #""pageSize": "50""#))?.expected, "an integer ≥ 1")
         XCTAssertEqual(defineError(definition(extra: #""prefetch": 3"#))?.expected, "an integer from 0 to 2")
+        XCTAssertEqual(defineError(definition(extra: #""concurrency": 0"#))?.expected, "an integer from 1 to 32")
         XCTAssertEqual(defineError(definition(extra: #""dedupe": "yes""#))?.expected, "true or false")
         XCTAssertEqual(defineError(definition(extra: #""onRepeatedCursor": "panic""#))?.expected, "one of stop, error")
     }
@@ -211,7 +215,7 @@ final class DefinitionValidatorTests: XCTestCase {
                 "source": {"type": "file", "dir": "\#(dir)/pages"},
                 "paging": {"strategy": "lastId", "param": "after", "items": "/data", "id": "/uid", "hasNext": "/has_more"},
                 "pageSize": 50, "pageSizeParam": "per_page", "maxItems": 1000, "prefetch": 1,
-                "dedupe": true, "onRepeatedCursor": "error", "maxEmptyPages": 3
+                "dedupe": true, "onRepeatedCursor": "error", "maxEmptyPages": 3, "concurrency": 8
               },
               "numbers": {
                 "source": {"type": "file", "dir": "pages", "maxBodyBytes": 1024},
@@ -228,7 +232,7 @@ final class DefinitionValidatorTests: XCTestCase {
         XCTAssertEqual(friends.paging, Paging(strategy: .lastId, param: "after", items: "/data", id: "/uid", hasNext: "/has_more"))
         XCTAssertEqual(friends.options, CollectionOptions(
             pageSize: 50, pageSizeParam: "per_page", maxItems: 1000, prefetch: 1, dedupe: true,
-            onRepeatedCursor: .error, maxEmptyPages: 3))
+            onRepeatedCursor: .error, maxEmptyPages: 3, concurrency: 8))
 
         let numbers = result[1].definition
         XCTAssertEqual(numbers.source, .file(directory: "\(dir)/pages", maxBodyBytes: 1024), "relative dirs resolve against the base directory")
@@ -248,6 +252,7 @@ final class DefinitionValidatorTests: XCTestCase {
         XCTAssertEqual(result.options.onRepeatedCursor, .stop)
         XCTAssertEqual(result.options.prefetch, 0)
         XCTAssertFalse(result.options.dedupe)
+        XCTAssertEqual(result.options.concurrency, 1)
     }
 
     func testDedupeWithoutAnIdPointerReadsSlashId() throws {

@@ -108,6 +108,40 @@ final class ReadAheadTests: XCTestCase {
         XCTAssertEqual(cursors, [nil, .string("same")], "the repeated cursor is never fetched a second time")
     }
 
+    func testACallerWithAPageLimitHasNoPageReadBeyondItsLast() async throws {
+        // loadAll with maxPages 2: its first call in line, and one page declared beyond it.
+        let client = ScriptedClient(
+            [.page([1], next: "c2"), .page([2], next: "c3"), .page([3], next: "c4"), .page([4], next: nil)], noEffects: true)
+        let collection = collection(client)
+        await collection.streamingDemand(pages: 1)
+        let first = try await collection.loadNext()
+        XCTAssertEqual(itemIds(first.items), [1])
+        await collection.streamingDemand(pages: -1)
+        let second = try await collection.loadNext()
+        XCTAssertEqual(itemIds(second.items), [2])
+        await client.waitForFinish(2)
+        let pending = await collection.fetchesNotTaken
+        XCTAssertEqual(pending, 0)
+        let cursors = await client.cursors
+        XCTAssertEqual(cursors, [nil, .string("c2")], "page 2 was read ahead for the caller, and nothing after its last page")
+    }
+
+    func testACallInLineHasNoPageReadBeyondItsOwn() async throws {
+        let client = ScriptedClient(
+            [.page([1], next: "c2"), .page([2], next: "c3"), .page([3], next: "c4"), .page([4], next: nil)], noEffects: true)
+        let collection = collection(client)
+        _ = try await collection.loadNext()
+        // One call in line, not yet waiting: its page is read ahead, and no page after it.
+        let ticket = await collection.enqueueLoadNext()
+        for _ in 0..<5000 where await collection.fetchesDoneNotTaken < 1 { try await Task.sleep(for: .milliseconds(1)) }
+        let fetches = await collection.fetchesNotTaken
+        XCTAssertEqual(fetches, 1, "only the page the call in line will take")
+        let page = try await collection.loadNext(ticket)
+        XCTAssertEqual(itemIds(page.items), [2])
+        let cursors = await client.cursors
+        XCTAssertEqual(cursors, [nil, .string("c2")])
+    }
+
     // MARK: prefetch
 
     func testPrefetchFetchesTheNextPageAfterDeliveryAndTheNextCallUsesIt() async throws {

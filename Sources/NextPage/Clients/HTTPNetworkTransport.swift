@@ -54,6 +54,9 @@ public final class HTTPNetworkTransport: HTTPTransport {
             // connect timeout, and a refused connection would look like a
             // slow one.
             configuration.connectionPool.retryConnectionEstablishment = false
+            // A collection fetches up to `concurrency` (at most 32) pages at
+            // once; each needs a connection of its own (HTTP/1.1).
+            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 32
             let created = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             state = .running(created)
             return created
@@ -93,21 +96,10 @@ public final class HTTPNetworkTransport: HTTPTransport {
     /// must finish within `timeout` seconds.
     public func perform(_ request: HTTPExchangeRequest, timeout: Double, maxBodyBytes: Int) async throws(HTTPTransportError) -> HTTPExchangeResponse {
         if Task.isCancelled { throw .cancelled }
-        let nanoseconds = UInt64(min(max(timeout, 0), 86_400) * 1e9)
+        let nanoseconds = Int64(min(max(timeout, 0), 86_400) * 1e9)
         guard let client = httpClient else { throw .connection("the HTTP client has been shut down") }
         do {
-            return try await withThrowingTaskGroup(of: HTTPExchangeResponse?.self) { group in
-                group.addTask {
-                    try await Self.exchange(request, on: client, deadline: .now() + .nanoseconds(Int64(nanoseconds)), maxBodyBytes: maxBodyBytes)
-                }
-                group.addTask {
-                    try await Task.sleep(nanoseconds: nanoseconds)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let response = first else { throw HTTPTransportError.timeout }
-                return response
-            }
+            return try await Self.exchange(request, on: client, deadline: .now() + .nanoseconds(nanoseconds), maxBodyBytes: maxBodyBytes)
         } catch {
             throw Self.transportError(error, maxBodyBytes: maxBodyBytes)
         }
@@ -118,25 +110,26 @@ public final class HTTPNetworkTransport: HTTPTransport {
         var request = first
         var visited: Set<String> = [first.url]
         while true {
-            var outgoing = HTTPClientRequest(url: request.url)
-            outgoing.method = HTTPMethod(rawValue: request.method)
-            for header in request.headers { outgoing.headers.add(name: header.name, value: header.value) }
-            if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
-            let response = try await client.execute(outgoing, deadline: deadline)
-            if let next = HTTPRedirect.next(after: request, status: Int(response.status.code), location: response.headers.first(name: "location")) {
-                // The redirect's own body is read (a little of it) and dropped.
-                _ = try? await response.body.collect(upTo: 64 << 10)
+            var headers = HTTPHeaders()
+            for header in request.headers { headers.add(name: header.name, value: header.value) }
+            let outgoing = try HTTPClient.Request(
+                url: request.url, method: HTTPMethod(rawValue: request.method), headers: headers,
+                body: request.body.map { .bytes($0) })
+            let collector = BodyCollector(limit: maxBodyBytes)
+            let task = client.execute(request: outgoing, delegate: collector, deadline: deadline)
+            let answer = try await withTaskCancellationHandler {
+                try await task.get()
+            } onCancel: {
+                task.cancel()
+            }
+            if let next = HTTPRedirect.next(after: request, status: answer.status, location: answer.headers.first(name: "location")) {
                 guard visited.count <= maxRedirects else { throw HTTPClientError.redirectLimitReached }
                 guard visited.insert(next.url).inserted else { throw HTTPClientError.redirectCycleDetected }
                 request = next
                 continue
             }
-            let body = try await response.body.collect(upTo: maxBodyBytes)
             return HTTPExchangeResponse(
-                status: Int(response.status.code),
-                headers: response.headers.map { ($0.name, $0.value) },
-                body: Array(body.readableBytesView),
-                url: request.url)
+                status: answer.status, headers: answer.headers.map { ($0.name, $0.value) }, body: answer.body, url: request.url)
         }
     }
 
@@ -164,5 +157,57 @@ public final class HTTPNetworkTransport: HTTPTransport {
             return .connection(String(cString: strerror(error.errnoCode)).lowercased())
         }
         return .connection(String(describing: error))
+    }
+}
+
+/// Takes one response off the connection on its event loop: the head, then
+/// the body, copied once from the buffers it arrives in into the array the
+/// page is read from (sized from `Content-Length` when the body is not
+/// compressed). The body of a redirect is dropped as it comes.
+///
+/// On the event loop, with no hop to a task per part of the body (as an
+/// `AsyncSequence` of the body makes, some twenty per megabyte), and with no
+/// buffer that grows by copying itself (as collecting into one `ByteBuffer`
+/// does).
+final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
+    struct Answer: Sendable {
+        var status: Int
+        var headers: HTTPHeaders
+        var body: [UInt8]
+    }
+
+    private let limit: Int
+    // Touched only on the request's event loop, one call at a time.
+    private var status = 0
+    private var headers = HTTPHeaders()
+    private var body: [UInt8] = []
+    private var dropsBody = false
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    func didReceiveHead(task: HTTPClient.Task<Answer>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        status = Int(head.status.code)
+        headers = head.headers
+        dropsBody = (300..<400).contains(status) && head.headers.first(name: "location") != nil
+        if !dropsBody, let length = head.headers.first(name: "content-length").flatMap({ Int($0) }) {
+            guard length <= limit else { return task.eventLoop.makeFailedFuture(NIOTooManyBytesError(maxBytes: limit)) }
+            if head.headers.first(name: "content-encoding") == nil { body.reserveCapacity(length) }
+        }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<Answer>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        guard !dropsBody else { return task.eventLoop.makeSucceededVoidFuture() }
+        guard buffer.readableBytes <= limit - body.count else {
+            return task.eventLoop.makeFailedFuture(NIOTooManyBytesError(maxBytes: limit))
+        }
+        buffer.withUnsafeReadableBytes { body.append(contentsOf: $0) }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<Answer>) throws -> Answer {
+        Answer(status: status, headers: headers, body: body)
     }
 }

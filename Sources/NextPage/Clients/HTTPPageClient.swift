@@ -101,6 +101,12 @@ public struct HTTPPageClient: Client {
         environment.reportedLimit(origin: HTTPURL.origin(source.url) ?? source.url, credentials: credentialKey).status
     }
 
+    /// A `GET` only reads (RFC 9110 §9.2.1: safe methods have no effects),
+    /// so its pages may be fetched ahead of one still being checked, and
+    /// several at once (`concurrency`); a `POST` may change something, and is
+    /// sent only for a page asked for (or with `prefetch`).
+    public var fetchesHaveNoEffects: Bool { source.method == .get }
+
     public func fetch<R: Request>(_ request: R) async throws -> UpstreamResponse {
         if Task.isCancelled { throw LoadError.cancelled }
         let redactor = HTTPRedactor(

@@ -226,6 +226,18 @@ public enum HTTPURL {
         return query.split(separator: "&").contains { percentDecoded(queryName(String($0))) == wanted }
     }
 
+    /// The value of the first query item of `url` named `name` (names
+    /// compared as `hasQueryItem` does), percent-decoded; `nil` without one.
+    public static func queryValue(_ name: String, in url: String) -> String? {
+        guard let query = parts(url).query else { return nil }
+        let wanted = Array(name.utf8)
+        for item in query.split(separator: "&") where percentDecoded(queryName(String(item))) == wanted {
+            guard let equals = item.firstIndex(of: "=") else { return "" }
+            return String(decoding: percentDecoded(String(item[item.index(after: equals)...])), as: UTF8.self)
+        }
+        return nil
+    }
+
     /// The bytes of `text` with each valid `%XX` escape decoded.
     static func percentDecoded(_ text: String) -> [UInt8] {
         let bytes = Array(text.utf8)

@@ -105,6 +105,13 @@ public protocol PagingStrategy: Sendable {
     ///
     /// The default implementation returns `paging` unchanged.
     func settle(_ paging: Paging, after response: UpstreamResponse) throws(LoadError) -> Paging
+
+    /// The pages known to follow `advance.next`, when the page says where
+    /// the walk ends, so that they may be fetched at once (`concurrency`).
+    ///
+    /// The default implementation returns `nil`: each page's cursor is
+    /// known only from the page before it.
+    func pagesAhead(after page: UpstreamPage, request: PageRequest, advance: Advance, loadedBefore: LoadedBefore) -> PagesAhead?
 }
 
 /// The items and pages received from the source before a page, since the
@@ -145,6 +152,17 @@ extension PagingStrategy {
     public var needsResponseHeaders: String? { nil }
     public var settlesFromFirstPage: Bool { false }
     public func settle(_ paging: Paging, after response: UpstreamResponse) throws(LoadError) -> Paging { paging }
+
+    public func pagesAhead(after page: UpstreamPage, request: PageRequest, advance: Advance, loadedBefore: LoadedBefore) -> PagesAhead? {
+        nil
+    }
+
+    /// The targets of the page's `Link` header with relation `relation` (`next`, `last`).
+    func link(_ relation: String, in page: UpstreamPage) -> String? {
+        let values = page.headers.filter { $0.name.lowercased() == "link" }.map(\.value)
+        guard !values.isEmpty else { return nil }
+        return LinkHeader.parse(values).first { $0.relations.contains(relation) }?.target
+    }
 
     /// The end test shared by every strategy: a `hasNext` pointer, when given,
     /// decides; without a cursor to continue from there is nothing more (and
