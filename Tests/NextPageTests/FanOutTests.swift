@@ -292,8 +292,10 @@ final class FanOutTests: XCTestCase {
         let collection = PagedCollection(
             name: "test", client: client, paging: Paging(strategy: .offset, hasNext: "/more", total: "/total"), options: options)
         let walker = Task { try await walkToTheEnd(collection) }
-        // Offsets 2 to 8 are fetched at once, while 2 is held.
-        await client.waitForStart(5)
+        // Offsets 2, 4 and 6 are fetched at once, while 2 is held (8 too,
+        // unless the empty page at 6 came back first and showed that the
+        // walk cannot reach it: it is then never fetched, and need not be).
+        await client.waitForStart(4)
         await client.release(2)
         let ids = try await walker.value
         XCTAssertEqual(ids, Array(1...6), "nothing after the empty page lands")
