@@ -16,6 +16,8 @@ let package = Package(
     products: [
         .executable(name: "nextpage", targets: ["nextpage"]),
         .library(name: "NextPage", targets: ["NextPage"]),
+        // For Swift programs that drive a nextpage process (clients/README.md).
+        .library(name: "NextPageClient", targets: ["NextPageClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -70,6 +72,8 @@ let package = Package(
             ],
             linkerSettings: allocator
         ),
+        // Spawns nextpage and speaks JSON-RPC to it; needs only jansson, not the server's modules.
+        .target(name: "NextPageClient", dependencies: ["Jansson"]),
         .testTarget(name: "JanssonTests", dependencies: ["Jansson"]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "Jansson"]),
         .testTarget(
@@ -89,6 +93,7 @@ let package = Package(
             exclude: ["HTTPFixtures"]
         ),
         .testTarget(name: "EndToEndTests", dependencies: ["Jansson"]),
+        .testTarget(name: "NextPageClientTests", dependencies: ["NextPageClient", "Jansson"]),
     ]
 )
 
