@@ -2,11 +2,13 @@ import Jansson
 
 /// What `load` and `loadNext` return, and what a `page` notification carries.
 public struct Page: Sendable {
+    /// The collection's name.
     public let collection: String
     /// The page's items, as the source wrote them.
     public let items: [JSON]
     /// The 1-based number of this page.
     public let page: Int
+    /// Whether there is a page after this one.
     public let hasNext: Bool
     /// The cursor the next `loadNext` sends (a string or a number; `nil` after the last page).
     public let lastId: JSON?

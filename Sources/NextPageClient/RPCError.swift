@@ -37,7 +37,9 @@ public struct RPCError: Error, Sendable, CustomStringConvertible {
         public var description: String { String(rawValue) }
     }
 
+    /// What went wrong, by number (README, "Methods").
     public let code: Code
+    /// The server's description.
     public let message: String
     /// The error's `data`, when it has one.
     public let data: JSON?
