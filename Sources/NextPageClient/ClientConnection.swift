@@ -4,7 +4,6 @@ import Glibc
 import Darwin
 #endif
 import Jansson
-import Synchronization
 
 /// The JSON-RPC side of a client: writes requests as lines of compact JSON,
 /// reads replies and notifications on a thread of its own, and matches
@@ -17,9 +16,17 @@ import Synchronization
 final class ClientConnection: Sendable {
     typealias Handler = @Sendable (JSON) -> Void
 
+    /// A call waiting for its reply. The reply goes through `reply`'s lock,
+    /// then the continuation wakes the call, which takes it from there.
     private struct Pending {
         let method: String
-        let continuation: CheckedContinuation<JSON, any Error>
+        let reply: Locked<Result<JSON, any Error>?>
+        let continuation: CheckedContinuation<Void, Never>
+
+        func settle(_ result: Result<JSON, any Error>) {
+            reply.withLock { $0 = result }
+            continuation.resume()
+        }
     }
 
     private struct State {
@@ -33,15 +40,14 @@ final class ClientConnection: Sendable {
         var endWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let input: Int32
     private let output: Int32
     let process: ServerProcess?
-    private let state = Mutex(State())
-    /// One message at a time on the server's input.
-    private let writing = Mutex(())
+    private let state = Locked(State())
+    /// Where requests go (the server's stdin; -1 once closed), one message at a time.
+    private let input: Locked<Int32>
 
     init(input: Int32, output: Int32, process: ServerProcess?) {
-        self.input = input
+        self.input = Locked(input)
         self.output = output
         self.process = process
         startThread { [self] in readReplies() }
@@ -65,15 +71,17 @@ final class ClientConnection: Sendable {
             }
         }
         defer { timer?.cancel() }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSON, any Error>) in
+        let reply = Locked<Result<JSON, any Error>?>(nil)
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let pending = Pending(method: method, reply: reply, continuation: continuation)
                 let failure = state.withLock { state -> (any Error)? in
                     if let failure = state.failure { return failure }
                     if state.inputClosed && method != "shutdown" { return NextPageClientError.closed }
-                    state.pending[id] = Pending(method: method, continuation: continuation)
+                    state.pending[id] = pending
                     return nil
                 }
-                if let failure { return continuation.resume(throwing: failure) }
+                if let failure { return pending.settle(.failure(failure)) }
                 let message = JSON.object(["jsonrpc": .string("2.0"), "id": .integer(id), "method": .string(method)])
                 if let params { message.set("params", params) }
                 if let error = send(message) {
@@ -88,6 +96,7 @@ final class ClientConnection: Sendable {
         } onCancel: {
             cancelOnServer(id)
         }
+        return try reply.withLock { $0! }.get()
     }
 
     /// Sends a notification; an error when the server is gone.
@@ -101,7 +110,7 @@ final class ClientConnection: Sendable {
     /// Ends call `id`, if it still waits, with `error`; `cancel`: tells the server too.
     private func expire(_ id: Int, error: any Error, cancel: Bool = true) {
         guard let pending = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
-        pending.continuation.resume(throwing: error)
+        pending.settle(.failure(error))
         if cancel { cancelOnServer(id) }
     }
 
@@ -113,8 +122,8 @@ final class ClientConnection: Sendable {
     private func send(_ message: JSON) -> (any Error)? {
         var bytes = message.dump()
         bytes.append(10)
-        let written = writing.withLock { _ -> Bool in
-            if state.withLock({ $0.inputClosed }) { return false }
+        let written = input.withLock { input -> Bool in
+            guard input >= 0 else { return false }
             var offset = 0
             while offset < bytes.count {
                 let n = bytes.withUnsafeBytes { write(input, $0.baseAddress! + offset, $0.count - offset) }
@@ -147,13 +156,11 @@ final class ClientConnection: Sendable {
 
     /// Closes the server's input (end of input: it finishes and exits).
     func closeInput() {
-        let close = writing.withLock { _ in
-            state.withLock { state -> Bool in
-                defer { state.inputClosed = true }
-                return !state.inputClosed
-            }
+        input.withLock { input in
+            state.withLock { $0.inputClosed = true }
+            if input >= 0 { Glibc.close(input) }
+            input = -1
         }
-        if close { Glibc.close(input) }
     }
 
     /// Waits until the server's output has ended (and a spawned server has exited).
@@ -213,7 +220,7 @@ final class ClientConnection: Sendable {
             return (Array(state.pending.values), state.endWaiters)
         }
         let failure = fatal ?? exited
-        for call in calls { call.continuation.resume(throwing: failure) }
+        for call in calls { call.settle(.failure(failure)) }
         for waiter in waiters { waiter.resume() }
     }
 
@@ -247,9 +254,9 @@ final class ClientConnection: Sendable {
         guard let id = idValue.integer,
               let pending = state.withLock({ $0.pending.removeValue(forKey: Int(id)) }) else { return nil }
         if let error {
-            pending.continuation.resume(throwing: RPCError(reply: error, method: pending.method))
+            pending.settle(.failure(RPCError(reply: error, method: pending.method)))
         } else {
-            pending.continuation.resume(returning: result!)
+            pending.settle(.success(result!))
         }
         return nil
     }

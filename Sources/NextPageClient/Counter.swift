@@ -1,8 +1,6 @@
-import Synchronization
-
 /// A thread-safe counter (progress tokens).
 final class Counter: Sendable {
-    private let value = Mutex(0)
+    private let value = Locked(0)
 
     func next() -> Int {
         value.withLock {

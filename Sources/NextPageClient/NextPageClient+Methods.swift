@@ -54,7 +54,7 @@ extension NextPageClient {
     /// it lands, `onProgress` each `$/progress` value (both on the reader thread).
     public func loadAll(
         _ collection: String, maxItems: Int? = nil, maxPages: Int? = nil, timeout: Duration? = nil,
-        onPage: (@Sendable (Page) -> Void)? = nil, onProgress: (@Sendable (Progress) -> Void)? = nil
+        onPage: (@Sendable (Page) -> Void)? = nil, onProgress: (@Sendable (LoadAllProgress) -> Void)? = nil
     ) async throws -> LoadAllResult {
         let params = Self.params(collection)
         if let maxItems { params.set("maxItems", .integer(maxItems)) }
@@ -70,7 +70,7 @@ extension NextPageClient {
             let token = "swift-\(Self.progressTokens.next())"
             params.set("progressToken", .string(token))
             stops.append(on("$/progress") { params in
-                if params["token"]?.string == token, let value = params["value"], let progress = try? Progress(value) { onProgress(progress) }
+                if params["token"]?.string == token, let value = params["value"], let progress = try? LoadAllProgress(value) { onProgress(progress) }
             })
         }
         return try LoadAllResult(await call("loadAll", params, timeout: timeout))

@@ -4,7 +4,6 @@ import Glibc
 import Darwin
 #endif
 import Dispatch
-import Synchronization
 
 /// A spawned nextpage: its pid, the pipe ends this side keeps, and the last
 /// lines of its stderr (drained on a thread of its own, a line at a time to
@@ -15,9 +14,9 @@ final class ServerProcess: Sendable {
     let input: Int32
     /// Where replies come from (the server's stdout).
     let output: Int32
-    private let stderrTail = Mutex<[String]>([])
+    private let stderrTail = Locked<[String]>([])
     private let stderrDone = DispatchSemaphore(value: 0)
-    private let status = Mutex<WaitStatus?>(nil)
+    private let status = Locked<WaitStatus?>(nil)
 
     /// How the process ended.
     struct WaitStatus: Sendable {

@@ -1,7 +1,7 @@
 import Jansson
 
-/// The value of a `$/progress` notification of `loadAll`: `begin`, a `report` per page, `end`.
-public struct Progress: Sendable, Equatable {
+/// The value of a `$/progress` notification of `loadAll` (not Foundation's `Progress`): `begin`, a `report` per page, `end`.
+public struct LoadAllProgress: Sendable, Equatable {
     public let kind: String
     /// Pages and items of this call so far.
     public let pages: Int
