@@ -10,12 +10,23 @@ import PackageDescription
 let allocator: [LinkerSetting] =
     Context.environment["NEXTPAGE_SYSTEM_MALLOC"] == "1" ? [] : [.linkedLibrary("mimalloc", .when(platforms: [.linux]))]
 
+// scripts/package links jansson (and mimalloc, when a libmimalloc.a is
+// installed) into the executable from static archives: NEXTPAGE_STATIC_LIBS
+// names a folder holding only those archives, which the linker searches
+// first for -ljansson and -lmimalloc. CJansson then takes nothing from
+// pkg-config, whose -L would put the folder of the shared libjansson.so
+// ahead of it. Unset (every other build), nothing changes.
+let staticLibraries = Context.environment["NEXTPAGE_STATIC_LIBS"].flatMap { $0.isEmpty ? nil : $0 }
+let staticLinking: [LinkerSetting] = staticLibraries.map { [.unsafeFlags(["-L\($0)"])] } ?? []
+
 let package = Package(
     name: "nextpage",
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "nextpage", targets: ["nextpage"]),
         .library(name: "NextPage", targets: ["NextPage"]),
+        // For Swift programs that drive a nextpage process (clients/README.md).
+        .library(name: "NextPageClient", targets: ["NextPageClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -30,7 +41,7 @@ let package = Package(
     targets: [
         .systemLibrary(
             name: "CJansson",
-            pkgConfig: "jansson",
+            pkgConfig: staticLibraries == nil ? "jansson" : nil,
             providers: [.apt(["libjansson-dev"])]
         ),
         .target(name: "JanssonArena", dependencies: ["CJansson"]),
@@ -68,8 +79,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            linkerSettings: allocator
+            linkerSettings: allocator + staticLinking
         ),
+        // Spawns nextpage and speaks JSON-RPC to it; needs only jansson, not the server's modules.
+        .target(name: "NextPageClient", dependencies: ["Jansson"]),
         .testTarget(name: "JanssonTests", dependencies: ["Jansson"]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "Jansson"]),
         .testTarget(
@@ -89,6 +102,7 @@ let package = Package(
             exclude: ["HTTPFixtures"]
         ),
         .testTarget(name: "EndToEndTests", dependencies: ["Jansson"]),
+        .testTarget(name: "NextPageClientTests", dependencies: ["NextPageClient", "Jansson"]),
     ]
 )
 

@@ -92,6 +92,12 @@ public struct ConnectionOptions: Sendable {
     /// request holds a task; a client that sends ten thousand at once is
     /// read as the earlier ones are answered).
     public var maxRequestsInFlight = 1024
+    /// Answers each message (its notifications sent first) before the next
+    /// one is read, so that a file of requests gets the replies an
+    /// interactive session gets; a batch's members run one after another.
+    /// `$/cancelRequest` then has nothing left to cancel. Off by default:
+    /// requests run concurrently.
+    public var sequential = false
 
     public init() {}
 }
@@ -99,7 +105,8 @@ public struct ConnectionOptions: Sendable {
 /// A JSON-RPC 2.0 connection over two file descriptors.
 ///
 /// One thread reads and frames input; messages are dispatched in arrival
-/// order; requests run concurrently; one `OutputWriter` writes replies.
+/// order; requests run concurrently (or, with `sequential`, one message
+/// at a time); one `OutputWriter` writes replies.
 /// Handles cancellation (`$/cancelRequest`, MCP's `notifications/cancelled`),
 /// `shutdown` and `exit` itself.
 ///
@@ -133,6 +140,8 @@ public final class Connection: @unchecked Sendable {
         case finished(Int)
         /// A tick of the drain timer.
         case drainTick
+        /// `exit` inside a batch that ran sequentially, once the batch is answered.
+        case ended(Ending)
     }
 
     private let input: Int32
@@ -145,6 +154,9 @@ public final class Connection: @unchecked Sendable {
 
     /// The requests being answered, and the reader's back-pressure.
     private let tracker: RequestTracker
+    /// `sequential`: the reader takes one permit before it hands on the
+    /// next message; one is given when a message has been answered.
+    private let answered: Semaphore?
 
     /// How many times `stop()` was called, guarded by `stopRequests`.
     private let stopRequests = Condition()
@@ -168,6 +180,7 @@ public final class Connection: @unchecked Sendable {
         self.options = options
         self.handler = handler
         self.tracker = RequestTracker(limit: options.maxRequestsInFlight)
+        self.answered = options.sequential ? Semaphore() : nil
         self.tap = tap
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
     }
@@ -215,6 +228,10 @@ public final class Connection: @unchecked Sendable {
                     }
                 }
                 startAdmitted()
+                if let answered { whenAnswered { answered.signal() } }
+            case .ended(let end):
+                ending = end
+                break loop
             case .finished, .drainTick:
                 continue
             case .endOfInput:
@@ -260,6 +277,21 @@ public final class Connection: @unchecked Sendable {
         let options = self.options
         let writer = self.writer
         let tracker = self.tracker
+        let answered = self.answered
+        // Hands on the messages of one read together, or (sequential) one
+        // at a time, each once the one before it has been answered.
+        @Sendable func deliver(_ frames: [FrameEvent]) {
+            guard let answered else {
+                tracker.read(frames.count)
+                if !frames.isEmpty { sink.yield(.frames(frames)) }
+                return
+            }
+            for frame in frames {
+                tracker.read(1)
+                sink.yield(.frames([frame]))
+                answered.wait()
+            }
+        }
         startThread {
             var framer = MessageFramer(mode: options.framing, maxMessageBytes: options.maxMessageBytes)
             var announced = false
@@ -281,12 +313,9 @@ public final class Connection: @unchecked Sendable {
                     announced = true
                     sink.yield(.framing(framing))
                 }
-                tracker.read(frames.count)
-                if !frames.isEmpty { sink.yield(.frames(frames)) }
+                deliver(frames)
             }
-            let last = framer.finish()
-            tracker.read(last.count)
-            if !last.isEmpty { sink.yield(.frames(last)) }
+            deliver(framer.finish())
             sink.yield(.endOfInput)
             // Nothing more will be read: the requests already read are
             // dispatched without waiting for the peer to read replies (one
@@ -338,6 +367,8 @@ public final class Connection: @unchecked Sendable {
                 guard let work = await admit(request, cancellation: actions) else { return nil }
                 startLater(Pending(members: [Admitted(id: request.id, work: work, actions: actions)], isBatch: false))
             }
+        case .batch(let entries) where options.sequential:
+            startSequentialBatch(entries)
         case .batch(let entries):
             var members: [Admitted] = []
             var ending: Ending?
@@ -452,6 +483,51 @@ public final class Connection: @unchecked Sendable {
             var replies: [RawJSON] = []
             for task in running { if let reply = await task.value { replies.append(reply) } }
             if !replies.isEmpty { emit(.array(replies)) }
+        }
+    }
+
+    /// `sequential`: runs a batch's members one after another, each admitted
+    /// once the one before it has been answered (a `status` behind a
+    /// `loadNext` sees its page), then sends the batch's reply. While it
+    /// runs the reader hands on nothing (see `whenAnswered`), so admitting
+    /// here, off the dispatch loop, still admits one request at a time.
+    private func startSequentialBatch(_ entries: [IncomingMessage.Entry]) {
+        let tracker = self.tracker
+        let sink = eventSink
+        spawn(id: nil) { [self] token in
+            var replies: [RawJSON] = []
+            var ending: Ending?
+            for entry in entries {
+                switch entry {
+                case .invalid(let reason, let id):
+                    replies.append(OutgoingMessage.error(id: id, .invalidRequest(reason)))
+                case .request(let request) where Task.isCancelled:
+                    // The server is stopping: what has not started does not start.
+                    if let id = request.id { replies.append(OutgoingMessage.error(id: id, .shuttingDown)) }
+                case .request(let request):
+                    if let end = control(request) {
+                        ending = end
+                        if let id = request.id { replies.append(OutgoingMessage.result(id: id, .null)) }
+                        continue
+                    }
+                    guard let work = await admit(request, cancellation: CancelActions()) else { continue }
+                    if let reply = await Self.perform(work, id: request.id, tracker: tracker, token: token) { replies.append(reply) }
+                }
+            }
+            if !replies.isEmpty { emit(.array(replies)) }
+            if let ending { sink.yield(.ended(ending)) }
+        }
+    }
+
+    /// `sequential`: calls `done` once the requests in flight, those of the
+    /// message just dispatched, have been answered (at once when it started
+    /// none: a notification, an error reply).
+    private func whenAnswered(_ done: @escaping @Sendable () -> Void) {
+        let waits = tracker.inFlight()
+        guard !waits.isEmpty else { return done() }
+        Task {
+            for wait in waits { await wait() }
+            done()
         }
     }
 
@@ -609,7 +685,7 @@ public final class Connection: @unchecked Sendable {
             case .stop:
                 await cancelInFlight()
                 return
-            case .framing, .frames, .endOfInput:
+            case .framing, .frames, .endOfInput, .ended:
                 continue
             }
         }
@@ -741,6 +817,11 @@ private final class RequestTracker: @unchecked Sendable {
 
     var isIdle: Bool { condition.locked { requests.isEmpty } }
 
+    /// What waits for each request in flight to end.
+    func inFlight() -> [@Sendable () async -> Void] {
+        condition.locked { requests.values.map(\.wait) }
+    }
+
     /// Whether request `token` was cancelled because the server is stopping.
     func wasStopped(_ token: Int) -> Bool { condition.locked { stopped.contains(token) } }
 
@@ -753,6 +834,27 @@ private struct InFlight {
     let id: RequestID?
     let cancel: @Sendable () -> Void
     let wait: @Sendable () async -> Void
+}
+
+/// A counting semaphore for threads (the sequential reader waits on it).
+private final class Semaphore: @unchecked Sendable {
+    private let condition = Condition()
+    // Guarded by `condition`.
+    private var permits = 0
+
+    /// Blocks the calling thread until a permit is given, and takes it.
+    func wait() {
+        condition.locked {
+            while permits == 0 { condition.wait() }
+            permits -= 1
+        }
+    }
+
+    /// Gives one permit.
+    func signal() {
+        condition.locked { permits += 1 }
+        condition.broadcast()
+    }
 }
 
 /// A ready-made reply for a batch member (an invalid entry).

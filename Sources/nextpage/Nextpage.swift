@@ -16,7 +16,7 @@ struct Nextpage: AsyncParsableCommand {
             nextpage [serve] [--config F] [--state F] [--transcript F]
                            [--record-upstream DIR | --replay-upstream DIR]
                            [--framing auto|ndjson|lsp] [--max-message-bytes N]
-                           [--drain-timeout S] [--parent-pid PID]
+                           [--drain-timeout S] [--parent-pid PID] [--sequential]
                            [--allow-commands] [--allow-define] [--log-level L]
             nextpage mcp [serve options]
             nextpage next COLLECTION [--config F] [--state F]
@@ -35,7 +35,10 @@ struct Nextpage: AsyncParsableCommand {
             Example, with no nextpage.json (the built-in "demo" collection is served): \
             put this request in requests.jsonl, one request per line,
             {"jsonrpc":"2.0","id":1,"method":"loadNext","params":{"collection":"demo"}}
-            then run `nextpage < requests.jsonl`, or type it into `nextpage` itself.
+            then run `nextpage --sequential < requests.jsonl`, or type it into `nextpage` itself. \
+            --sequential answers each request before reading the next, so a file of requests \
+            gets the replies an interactive session gets, in order; without it requests run \
+            concurrently (a `status` right behind a `loadNext` sees it loading).
 
             Methods: load, loadNext, reset, status, collections, items, define, loadAll,
             rpc.discover, initialize, initialized, shutdown, exit, $/cancelRequest.
@@ -131,6 +134,10 @@ struct ServeOptions: ParsableArguments {
     @Option(help: "Exit when this process ends (the parent process is always watched).")
     var parentPid: Int32?
 
+    @Flag(help: ArgumentHelp(
+        "Answer each request, and send its notifications, before reading the next message (a batch's members one after another), so that a file of requests (`nextpage --sequential < requests.jsonl`) gets the replies an interactive session gets, in order. Without it requests run concurrently. $/cancelRequest then cancels nothing: the request it names has been answered before it is read."))
+    var sequential = false
+
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning (warn), error (err), critical.")
     var logLevel: Logger.Level = .info
 
@@ -202,6 +209,7 @@ struct ServeOptions: ParsableArguments {
         settings.connection.framing = mcp ? .ndjson : framing
         settings.connection.maxMessageBytes = maxMessageBytes
         settings.connection.drainTimeout = drainTimeout
+        settings.connection.sequential = sequential
         settings.statePath = state
         settings.transcriptPath = transcript
         settings.transcriptArguments = transcript.map(argumentsForTranscript)

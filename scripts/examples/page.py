@@ -1,64 +1,35 @@
 #!/usr/bin/env python3
-"""Pages through a collection with nextpage using nothing but subprocess and json.
+"""Pages through a collection with nextpage through its Python client (clients/python).
 
     scripts/examples/page.py [COLLECTION [NEXTPAGE-ARGUMENTS...]]
 
-Starts one nextpage, sends loadNext until hasNext is false, and prints every
-item as one line of JSON. With no nextpage.json in the current folder
-nextpage serves its built-in `demo` collection (250 items): run it from an
-empty folder to see them. The nextpage binary is $NEXTPAGE, else `nextpage`
-on the PATH.
+Starts one nextpage, iterates over every item of the collection (loadNext
+until hasNext is false) and prints each as one line of JSON. With no
+nextpage.json in the current folder nextpage serves its built-in `demo`
+collection (250 items): run it from an empty folder to see them. The
+nextpage binary is $NEXTPAGE, else `nextpage` on the PATH. The client comes
+from `pip install ./clients/python`, or from this checkout when it is not
+installed.
 """
 import json
 import os
-import subprocess
 import sys
 
-
-class NextPage:
-    """A nextpage process spoken to with newline-delimited JSON-RPC."""
-
-    def __init__(self, *arguments):
-        binary = os.environ.get("NEXTPAGE", "nextpage")
-        self.process = subprocess.Popen(
-            [binary, "--log-level", "warning", *arguments],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8")
-        self.next_id = 0
-
-    def call(self, method, **params):
-        """Sends one request and returns its result; raises on an error reply."""
-        self.next_id += 1
-        request = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        self.process.stdin.write(json.dumps(request) + "\n")
-        self.process.stdin.flush()
-        for line in self.process.stdout:
-            message = json.loads(line)
-            if message.get("id") == self.next_id:  # notifications have no id
-                break
-        else:
-            raise RuntimeError("nextpage ended without replying")
-        if "error" in message:
-            raise RuntimeError(f"{method}: {message['error']['message']}")
-        return message["result"]
-
-    def close(self):
-        """End of input: nextpage answers what is in flight and exits 0."""
-        self.process.stdin.close()
-        return self.process.wait()
+try:
+    from nextpage import NextPage
+except ImportError:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python", "src"))
+    from nextpage import NextPage
 
 
 def main():
     collection = sys.argv[1] if len(sys.argv) > 1 else "demo"
-    server = NextPage(*sys.argv[2:])
-    while True:
-        page = server.call("loadNext", collection=collection)
-        for item in page["items"]:
+    with NextPage(args=["--log-level", "warning", *sys.argv[2:]]) as server:
+        for item in server.items(collection):
             print(json.dumps(item, separators=(",", ":"), ensure_ascii=False))
-        if not page["hasNext"]:
-            break
-    state = server.call("status", collection=collection)
+        state = server.status(collection)
     print(f"{collection}: {state['count']} items in {state['pages']} pages", file=sys.stderr)
-    return server.close()
+    return server.process.returncode
 
 
 if __name__ == "__main__":
