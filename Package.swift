@@ -117,12 +117,14 @@ if Context.environment["NEXTPAGE_FUZZ"] == "1" {
         .target(name: "CLibFuzzer", path: "Fuzz/Sources/CLibFuzzer"),
         .target(name: "FuzzSupport", dependencies: ["CLibFuzzer"], path: "Fuzz/Sources/FuzzSupport"),
         fuzzTarget("framing", ["JSONRPC"]),
-        fuzzTarget("requests", [
-            "JSONRPC", "Jansson", "NextPage", "NextPageServer", .product(name: "Logging", package: "swift-log"),
-        ]),
-        fuzzTarget("mcp", [
-            "JSONRPC", "Jansson", "NextPage", "NextPageServer", .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "ServerFuzzSupport",
+            dependencies: [
+                "FuzzSupport", "JSONRPC", "Jansson", "NextPage", "NextPageServer", .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Fuzz/Sources/ServerFuzzSupport"),
+        fuzzTarget("requests", ["JSONRPC", "Jansson", "NextPage", "NextPageServer", "ServerFuzzSupport"]),
+        fuzzTarget("mcp", ["JSONRPC", "Jansson", "NextPage", "NextPageServer", "ServerFuzzSupport"]),
         fuzzTarget("pages", ["NextPage", "Jansson"]),
         fuzzTarget("link-header", ["NextPage"]),
         fuzzTarget("file-name", ["NextPage"]),

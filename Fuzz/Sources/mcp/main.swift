@@ -4,8 +4,7 @@
 // arguments, resources, logging, cancellation, and nextpage's own methods
 // mixed in, as an agent's host might send them.
 //
-// The service serves the built-in `demo` collection and the collections of
-// `examples/nextpage.json`; the define tool is offered; commands never run.
+// The service is `ServerFixtures.makeService()`'s; the define tool is offered.
 //
 // Checks that every request is answered once, with a result or a JSON-RPC
 // error of a known code (never an internal error); that replies and
@@ -15,57 +14,20 @@
 // the 2026-07-28 envelope gets `resultType: "complete"`; that only MCP's
 // and nextpage's own notifications are sent; and that no collection is
 // still loading once everything has been answered.
-#if canImport(Glibc)
-import Glibc
-#endif
-import Dispatch
 import FuzzSupport
 import Jansson
 @testable import JSONRPC
-import Logging
 import NextPage
 @testable import NextPageServer
+import ServerFuzzSupport
 
-/// The repository's root, from this file's place in it.
-private let root: String = {
-    var path = "\(#filePath)"
-    for _ in 0..<4 { path = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)]) }
-    return path
-}()
-private let examples = root + "/examples"
-
-private let logger = Logger(label: "fuzz", factory: { _ in SwiftLogNoOpLogHandler() })
-
-private let configured: [(name: String, definition: CollectionDefinition)] = {
-    let validator = DefinitionValidator(baseDirectory: examples)
-    do {
-        return try ServerLauncher.loadConfig(examples + "/nextpage.json", validator: validator)
-    } catch {
-        fuzzLog("cannot load \(examples)/nextpage.json (\(error)); serving the demo only")
-        return []
-    }
-}()
-
-/// A fresh adapter and service for each input, so that every crash reproduces from its input alone.
-private func makeAdapter() -> MCPAdapter {
-    let validator = DefinitionValidator(baseDirectory: examples, environment: [:], allowsCommands: false)
-    let service = NextPageService(
-        collections: [(Demo.name, Demo.definition)] + configured, validator: validator, logger: logger,
-        upstream: .replay(directory: root + "/Tests/NextPageServerTests/HTTPFixtures"))
-    return MCPAdapter(service: service, mcp: true, allowDefine: true, logger: logger)
-}
-
-/// SPEC §6's codes and MCP's -32022 (-32603, internal error, is a finding).
-private let knownCodes: Set<Int> = [-32700, -32600, -32601, -32602, -32001, -32002, -32003, -32004, -32800, -32801, -32022]
+/// SPEC §6's codes and MCP's -32022.
+private let knownCodes = ServerFixtures.knownCodes.union([-32022])
 private let knownNotifications: Set<String> = [
     "page", "$/progress", "notifications/progress", "notifications/message",
     "notifications/tools/list_changed", "notifications/resources/list_changed",
 ]
-
-private func checkWire(_ json: RawJSON, _ what: String) {
-    fuzzCheck(!json.bytes.contains(0x0A) && !json.bytes.contains(0x0D), "\(what) holds a raw line break: \(json)")
-    fuzzCheck((try? json.parsed()) != nil, "\(what) is not JSON: \(json)")
-}
+private let checkWire = ServerFixtures.checkWire
 
 /// Whether a request carries the 2026-07-28 envelope the adapter accepts.
 private func isModern(_ request: RPCRequest) -> Bool {
@@ -106,56 +68,36 @@ private func perform(_ work: RPCWork, _ request: RPCRequest) async {
 }
 
 private func run(_ stream: [UInt8]) async {
-    let adapter = makeAdapter()
-    var framer = MessageFramer(mode: .ndjson)
+    let adapter = MCPAdapter(service: ServerFixtures.makeService(), mcp: true, allowDefine: true, logger: ServerFixtures.logger)
     var tasks: [(id: RequestID?, task: Task<Void, Never>, actions: CancelActions)] = []
-    for event in framer.feed(stream) + framer.finish() {
-        guard case .message(let body) = event else { continue }
-        let entries: [IncomingMessage.Entry]
-        switch IncomingMessage.parse(body) {
-        case .parseError(let error):
-            checkWire(OutgoingMessage.error(id: nil, .parseError(error)), "parse error")
-            continue
-        case .single(let entry): entries = [entry]
-        case .batch(let batch): entries = batch
-        }
-        for case .request(let request) in entries {
-            if let form = Connection.cancelNotifications[request.method] {
-                if let value = request.params?[form.member], let id = RequestID(value) {
-                    for entry in tasks where entry.id == id {
-                        entry.actions.fire()
-                        entry.task.cancel()
-                    }
+    for request in ServerFixtures.requests(in: stream) {
+        if let form = Connection.cancelNotifications[request.method] {
+            if let value = request.params?[form.member], let id = RequestID(value) {
+                for entry in tasks where entry.id == id {
+                    entry.actions.fire()
+                    entry.task.cancel()
                 }
-                continue
             }
-            if ["exit", "shutdown", "initialized"].contains(request.method) { continue }
-            let actions = CancelActions()
-            let context = RPCContext(id: request.id, notify: { method, params in
-                fuzzCheck(knownNotifications.contains(method), "an unexpected notification \(method)")
-                checkWire(OutgoingMessage.notification(method: method, params: params), "notification \(method)")
-            }, cancellation: actions)
-            let work = await adapter.admit(request, context: context)
-            tasks.append((request.id, Task { await perform(work, request) }, actions))
+            continue
         }
+        if ["exit", "shutdown", "initialized"].contains(request.method) { continue }
+        let actions = CancelActions()
+        let context = RPCContext(id: request.id, notify: { method, params in
+            fuzzCheck(knownNotifications.contains(method), "an unexpected notification \(method)")
+            checkWire(OutgoingMessage.notification(method: method, params: params), "notification \(method)")
+        }, cancellation: actions)
+        let work = await adapter.admit(request, context: context)
+        tasks.append((request.id, Task { await perform(work, request) }, actions))
     }
     for entry in tasks { await entry.task.value }
     LogForwarding.shared.stop()
-    for (name, collection) in await adapter.service.registry.all() {
-        let state = await collection.state
-        fuzzCheck(!state.isLoading, "\(name) is still loading after every request was answered")
-    }
+    await ServerFixtures.checkSettled(adapter.service)
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzMCP(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let stream = Fuzzer.bytes(data, size)
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        await run(stream)
-        done.signal()
-    }
-    done.wait()
+    ServerFixtures.runToEnd { await run(stream) }
     return 0
 }
 
