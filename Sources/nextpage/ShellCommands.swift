@@ -63,7 +63,7 @@ struct SessionOptions: ParsableArguments {
                 configPath: config, statePath: state,
                 upstream: replayUpstream.map { .replay(directory: $0) } ?? .live, logger: logger, prefetch: prefetch)
         } catch let error as ConfigError {
-            printError("nextpage: config \(error)")
+            for line in error.lines { printError("nextpage: config \(line)") }
             throw ExitCode(ShellExit.config)
         } catch let error as StateFileError {
             printError("nextpage: \(error)")
