@@ -145,7 +145,11 @@ public struct DefinitionValidator: Sendable {
     public func validate(_ json: JSON, at path: String = "", ignoring: Set<String> = []) throws(DefinitionError) -> CollectionDefinition {
         let checked = check(json, at: path, ignoring: ignoring)
         if let first = checked.errors.first { throw first }
-        return checked.definition!
+        guard let definition = checked.definition else {
+            // Every definition left out has an error recorded; this is not reached.
+            throw DefinitionError(field: path.isEmpty ? "(definition)" : path, expected: "a valid collection definition")
+        }
+        return definition
     }
 
     /// Checks one definition (see `validate`): every error, or the definition.
@@ -584,6 +588,7 @@ struct FieldReader {
 
 /// An `${env:NAME}` the environment does not set, and the field that uses it.
 public struct UnsetVariable: Sendable, Equatable {
+    /// The variable's name (`GITHUB_TOKEN`).
     public var name: String
     /// The field, as a dotted path (`collections.issues.source.headers.Authorization`).
     public var field: String
