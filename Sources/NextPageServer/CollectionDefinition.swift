@@ -32,6 +32,11 @@ public struct CollectionDefinition: Sendable {
     /// Why the source cannot be used, when it cannot (a config file's
     /// `${env:NAME}` that is not set): its fetches fail with this reason.
     public var unavailable: String?
+    /// Under `--replay-upstream`: the `${env:NAME}` not set that only
+    /// credentials use (header values, `source.auth` values), which a replay
+    /// never sends. The collection pages from the recording; each variable
+    /// is warned about (`ServerLauncher.replayWarnings`).
+    public var unsetForReplay: [UnsetVariable] = []
 
     public init(source: Source, paging: Paging, options: CollectionOptions = CollectionOptions()) {
         self.source = source
@@ -96,15 +101,54 @@ public struct CollectionDefinition: Sendable {
     }
 }
 
-/// A definition that does not validate: the field (a dotted path) and what was expected.
+/// A definition that does not validate: the field (a dotted path) and what
+/// was expected; once placed in the document validated, also the value
+/// found there and the nearest valid name for a misspelled one.
+///
+/// Two errors are the same when they name the same field and expectation
+/// (`got` and `suggestion` describe the document they were found in).
 public struct DefinitionError: Error, Sendable, Equatable, CustomStringConvertible {
     public var field: String
     public var expected: String
+    /// The value found at `field`, compact and shortened, with secrets shown
+    /// as `[redacted]`; `nil` when the field is missing.
+    public var got: String?
+    /// The valid name nearest to a misspelled field name or value.
+    public var suggestion: String?
+    /// The valid names `suggestion` is picked from (field names when
+    /// `choicesAreFields`, else the values the field takes).
+    var choices: [String] = []
+    var choicesAreFields = false
 
     public init(field: String, expected: String) {
         self.field = field
         self.expected = expected
     }
 
-    public var description: String { "\(field): expected \(expected)" }
+    /// An error whose field takes one of `choices`.
+    init(field: String, expected: String, choices: [String]) {
+        self.init(field: field, expected: expected)
+        self.choices = choices
+    }
+
+    /// An unknown field: expected `"\(what) (known: ...)"`, naming the known fields.
+    static func unknownField(_ field: String, known: Set<String>, what: String = "no such field") -> DefinitionError {
+        let names = known.sorted()
+        var error = DefinitionError(field: field, expected: "\(what) (known: \(names.joined(separator: ", ")))", choices: names)
+        error.choicesAreFields = true
+        return error
+    }
+
+    public static func == (lhs: DefinitionError, rhs: DefinitionError) -> Bool {
+        lhs.field == rhs.field && lhs.expected == rhs.expected
+    }
+
+    /// `FIELD: expected EXPECTED, got VALUE; did you mean "NAME"?` (the last
+    /// two parts when known).
+    public var description: String {
+        var text = "\(field): expected \(expected)"
+        if let got { text += ", got \(got)" }
+        if let suggestion { text += "; did you mean \"\(suggestion)\"?" }
+        return text
+    }
 }

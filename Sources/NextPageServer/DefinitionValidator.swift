@@ -9,6 +9,12 @@ import NextPage
 /// The one validator for collection definitions, shared by the config file
 /// and `define`. Errors name the field as a dotted path
 /// (`collections.friends.paging.strategy`) and say what was expected.
+///
+/// Validation goes on past an error wherever the other checks still mean
+/// something (an unknown key does not stop the check of the others; a bad
+/// `source` skips only the checks that depend on it), so `checkConfig`
+/// reports every error of a file at once; `validate` and `validateConfig`
+/// throw the first one.
 public struct DefinitionValidator: Sendable {
     /// Folder that relative `source.dir` paths are resolved against (`nil`: the working directory).
     public var baseDirectory: String?
@@ -22,6 +28,14 @@ public struct DefinitionValidator: Sendable {
     /// written down here (and expands to nothing) instead of rejecting the
     /// file, and its collection is served as unavailable.
     var unsetVariables: UnsetVariables?
+    /// Set under `--replay-upstream`: an unset `${env:NAME}` that only
+    /// credentials use (header values, `source.auth` values), which a replay
+    /// never sends, leaves the collection usable (`CollectionDefinition.unsetForReplay`);
+    /// one in the URL or the query (which the recording must match) does not.
+    public var replaysUpstream = false
+    /// Where the errors of the validation under way go (each public entry
+    /// point makes its own list); without one, the first error is thrown.
+    var errors: DefinitionErrorList?
 
     public init(baseDirectory: String? = nil, environment: [String: String]? = nil, allowsCommands: Bool = true) {
         self.baseDirectory = baseDirectory
@@ -61,34 +75,64 @@ public struct DefinitionValidator: Sendable {
         "nextHeader",
     ]
 
-    /// Validates a whole config file: `{"collections": {NAME: definition, ...}}`.
+    /// Validates a whole config file: `{"collections": {NAME: definition, ...}}`;
+    /// throws its first error.
     public func validateConfig(_ json: JSON) throws(DefinitionError) -> [(name: String, definition: CollectionDefinition)] {
+        let checked = checkConfig(json)
+        if let first = checked.errors.first { throw first }
+        return checked.collections
+    }
+
+    /// Checks a whole config file: every error, in the order of the file
+    /// (and no collections when there is one), or its collections.
+    public func checkConfig(_ json: JSON) -> (collections: [(name: String, definition: CollectionDefinition)], errors: [DefinitionError]) {
+        var validator = self
+        let errors = DefinitionErrorList(root: json, isConfig: true)
+        validator.errors = errors
+        var collections: [(name: String, definition: CollectionDefinition)] = []
+        do {
+            collections = try validator.collectionsOfConfig(json)
+        } catch {
+            errors.record(error)
+        }
+        return (errors.count == 0 ? collections : [], errors.errors)
+    }
+
+    private func collectionsOfConfig(_ json: JSON) throws(DefinitionError) -> [(name: String, definition: CollectionDefinition)] {
         guard json.kind == .object else { throw DefinitionError(field: "(top level)", expected: "an object") }
         for (key, _) in json.members where key != "collections" && key != "$schema" {
-            throw DefinitionError(field: key, expected: "no such field (known: collections)")
+            var error = DefinitionError(field: key, expected: "no such field (known: collections)", choices: ["collections", "$schema"])
+            error.choicesAreFields = true
+            try report(error)
         }
         if let schema = json["$schema"], schema.kind != .string {
-            throw DefinitionError(field: "$schema", expected: "a string")
+            try report(DefinitionError(field: "$schema", expected: "a string"))
         }
-        guard let collections = json["collections"] else {
-            throw DefinitionError(field: "collections", expected: "an object of collection definitions")
-        }
-        guard collections.kind == .object else {
+        guard let collections = json["collections"], collections.kind == .object else {
             throw DefinitionError(field: "collections", expected: "an object of collection definitions")
         }
         var result: [(name: String, definition: CollectionDefinition)] = []
         for (name, value) in collections.members {
             let prefix = "collections.\(name)"
-            guard !name.isEmpty else { throw DefinitionError(field: prefix, expected: "a non-empty collection name") }
+            guard !name.isEmpty else {
+                try report(DefinitionError(field: prefix, expected: "a non-empty collection name"))
+                continue
+            }
             // A variable the environment lacks here may be set where the file
             // is used, and it should not keep the other collections from being
             // served: the collection is kept, and its fetches say what is missing.
             var validator = self
             let unset = UnsetVariables()
             validator.unsetVariables = unset
-            var definition = try validator.validate(value, at: prefix)
-            if let first = unset.found.first {
+            guard var definition = try part({ () throws(DefinitionError) in try validator.definition(value, at: prefix, ignoring: []) }) else {
+                continue
+            }
+            // A replay sends no credentials: those may stay unset.
+            let blocking = replaysUpstream ? unset.found.filter { !$0.credential } : unset.found
+            if let first = blocking.first {
                 definition.unavailable = "environment variable \(first.name) is not set (for ${env:\(first.name)} in \(first.field))"
+            } else {
+                definition.unsetForReplay = unset.found
             }
             result.append((name, definition))
         }
@@ -97,179 +141,309 @@ public struct DefinitionValidator: Sendable {
 
     /// Validates one definition (the object of SPEC §5). `path` prefixes field names
     /// (empty for `define`, `collections.NAME` for a config file); `ignoring` lists keys
-    /// that belong to the caller (`name` in `define`).
+    /// that belong to the caller (`name` in `define`). Throws the first error.
     public func validate(_ json: JSON, at path: String = "", ignoring: Set<String> = []) throws(DefinitionError) -> CollectionDefinition {
+        let checked = check(json, at: path, ignoring: ignoring)
+        if let first = checked.errors.first { throw first }
+        guard let definition = checked.definition else {
+            // Every definition left out has an error recorded; this is not reached.
+            throw DefinitionError(field: path.isEmpty ? "(definition)" : path, expected: "a valid collection definition")
+        }
+        return definition
+    }
+
+    /// Checks one definition (see `validate`): every error, or the definition.
+    /// Under `replaysUpstream`, an unset `${env:NAME}` that only credentials
+    /// use is noted in `unsetForReplay`; any other is an error.
+    public func check(_ json: JSON, at path: String = "", ignoring: Set<String> = []) -> (definition: CollectionDefinition?, errors: [DefinitionError]) {
+        var validator = self
+        let errors = DefinitionErrorList(root: json, rootPath: path, isConfig: false)
+        validator.errors = errors
+        let unset = replaysUpstream && unsetVariables == nil ? UnsetVariables() : unsetVariables
+        validator.unsetVariables = unset
+        var definition: CollectionDefinition?
+        do {
+            definition = try validator.definition(json, at: path, ignoring: ignoring)
+        } catch {
+            errors.record(error)
+        }
+        if replaysUpstream, unsetVariables == nil, let unset {
+            if let first = unset.found.first(where: { !$0.credential }) {
+                errors.record(DefinitionError(field: first.field, expected: "environment variable \(first.name) to be set (for ${env:\(first.name)})"))
+            } else {
+                definition?.unsetForReplay = unset.found
+            }
+        }
+        return errors.count == 0 ? (definition, []) : (nil, errors.errors)
+    }
+
+    /// Records `error` and goes on (or throws it, without a list of errors).
+    func report(_ error: DefinitionError) throws(DefinitionError) {
+        guard let errors else { throw error }
+        errors.record(error)
+    }
+
+    /// Runs a check whose failure need not stop the others: its error is
+    /// recorded and `fallback` returned (without a list of errors, thrown).
+    func attempt<T>(_ fallback: T, _ check: () throws(DefinitionError) -> T) throws(DefinitionError) -> T {
+        do {
+            return try check()
+        } catch {
+            try report(error)
+            return fallback
+        }
+    }
+
+    /// What `check` gives, or `nil` when it failed or recorded an error
+    /// (the checks that depend on it are then moot).
+    func part<T>(_ check: () throws(DefinitionError) -> T?) throws(DefinitionError) -> T? {
+        let before = errorCount
+        let value = try attempt(nil, check)
+        return errorCount == before ? value : nil
+    }
+
+    /// How many errors were recorded so far.
+    var errorCount: Int { errors?.count ?? 0 }
+
+    /// Validates one definition at `path`, recording its errors; `nil` when it has any.
+    func definition(_ json: JSON, at path: String, ignoring: Set<String>) throws(DefinitionError) -> CollectionDefinition? {
         func field(_ name: String) -> String { path.isEmpty ? name : "\(path).\(name)" }
         guard json.kind == .object else { throw DefinitionError(field: path.isEmpty ? "(definition)" : path, expected: "an object") }
+        let before = errorCount
         for (key, _) in json.members where !Self.collectionKeys.contains(key) && !ignoring.contains(key) {
-            throw DefinitionError(field: field(key), expected: "no such field (known: \(Self.collectionKeys.sorted().joined(separator: ", ")))")
+            try report(.unknownField(field(key), known: Self.collectionKeys))
         }
         let reader = FieldReader(object: json, path: path)
 
-        // source
-        guard let sourceJSON = json["source"], sourceJSON.kind == .object else {
-            throw DefinitionError(field: field("source"), expected: "an object with \"type\"")
+        // source: when it is missing or invalid, the checks that depend on it are skipped.
+        var source: CollectionDefinition.Source?
+        if let sourceJSON = json["source"], sourceJSON.kind == .object {
+            source = try part { () throws(DefinitionError) in try validateSource(sourceJSON, at: field("source")) }
+        } else {
+            try report(DefinitionError(field: field("source"), expected: "an object with \"type\""))
         }
-        let source = try validateSource(sourceJSON, at: field("source"))
 
         // paging
-        guard let pagingJSON = json["paging"], pagingJSON.kind == .object else {
-            throw DefinitionError(field: field("paging"), expected: "an object with \"strategy\"")
-        }
         let pagingPath = field("paging")
-        for (key, _) in pagingJSON.members where !Self.pagingKeys.contains(key) {
-            throw DefinitionError(field: "\(pagingPath).\(key)", expected: "no such field (known: \(Self.pagingKeys.sorted().joined(separator: ", ")))")
+        let pagingJSON = json["paging"].flatMap { $0.kind == .object ? $0 : nil }
+        var strategy: Paging.Strategy?
+        var nextHeader: String?
+        if let pagingJSON {
+            for (key, _) in pagingJSON.members where !Self.pagingKeys.contains(key) {
+                try report(.unknownField("\(pagingPath).\(key)", known: Self.pagingKeys))
+            }
+            let pagingReader = FieldReader(object: pagingJSON, path: pagingPath)
+            let strategyNames = Paging.Strategy.allCases.map(\.rawValue)
+            strategy = try attempt(nil) { () throws(DefinitionError) -> Paging.Strategy? in
+                guard let name = try pagingReader.string("strategy", required: true), let strategy = Paging.Strategy(rawValue: name) else {
+                    throw DefinitionError(field: "\(pagingPath).strategy", expected: "one of \(strategyNames.joined(separator: ", "))", choices: strategyNames)
+                }
+                return strategy
+            }
+            if let strategy, let source, let reason = strategy.implementation.needsResponseHeaders {
+                switch source {
+                case .file: try report(DefinitionError(field: "\(pagingPath).strategy", expected: "a strategy the file source can serve (\(reason))"))
+                case .command: try report(DefinitionError(field: "\(pagingPath).strategy", expected: "a strategy the command source can serve (\(reason))"))
+                case .http, .bundled: break
+                }
+            }
+            if let strategy, case .http(let http)? = source {
+                try attempt(()) { () throws(DefinitionError) in
+                    try validateCursorPlacement(pagingJSON, strategy: strategy, source: http, pagingPath: pagingPath, sourcePath: field("source"))
+                }
+            }
+            nextHeader = try attempt(nil) { () throws(DefinitionError) in
+                try validateNextHeader(pagingJSON, strategy: strategy, source: source, pagingPath: pagingPath)
+            }
+        } else {
+            try report(DefinitionError(field: pagingPath, expected: "an object with \"strategy\""))
         }
-        let pagingReader = FieldReader(object: pagingJSON, path: pagingPath)
-        let strategyNames = Paging.Strategy.allCases.map(\.rawValue)
-        guard let strategyName = try pagingReader.string("strategy", required: true),
-              let strategy = Paging.Strategy(rawValue: strategyName) else {
-            throw DefinitionError(field: "\(pagingPath).strategy", expected: "one of \(strategyNames.joined(separator: ", "))")
-        }
-        if let reason = strategy.implementation.needsResponseHeaders {
-            switch source {
-            case .file: throw DefinitionError(field: "\(pagingPath).strategy", expected: "a strategy the file source can serve (\(reason))")
-            case .command: throw DefinitionError(field: "\(pagingPath).strategy", expected: "a strategy the command source can serve (\(reason))")
-            case .http, .bundled: break
+        let dedupe = try attempt(false) { () throws(DefinitionError) in try reader.bool("dedupe") ?? false }
+        var paging: Paging?
+        if let pagingJSON {
+            let pagingReader = FieldReader(object: pagingJSON, path: pagingPath)
+            let param = try attempt(nil) { () throws(DefinitionError) in try pagingReader.string("param", nonEmpty: true) }
+            let limitParam = try attempt(nil) { () throws(DefinitionError) in try pagingReader.string("limitParam", nonEmpty: true) }
+            let start = try attempt(nil) { () throws(DefinitionError) in try pagingReader.integer("start", min: 0).map(Int64.init) }
+            let bodyPointer = try attempt(nil) { () throws(DefinitionError) in try pagingReader.pointer("bodyPointer") }
+            let header = try attempt(nil) { () throws(DefinitionError) in try pagingReader.string("header", nonEmpty: true) }
+            let items = try attempt(nil) { () throws(DefinitionError) in try pagingReader.pointer("items") }
+            let next = try attempt(nil) { () throws(DefinitionError) in try pagingReader.pointer("next") }
+            let id = try attempt(nil) { () throws(DefinitionError) in try pagingReader.pointer("id") }
+            let hasNext = try attempt(nil) { () throws(DefinitionError) in try pagingReader.pointer("hasNext") }
+            let total = try attempt(nil) { () throws(DefinitionError) in try pagingReader.pointer("total") }
+            if let strategy {
+                paging = Paging(
+                    strategy: strategy, param: param, limitParam: limitParam, start: start, bodyPointer: bodyPointer, header: header,
+                    items: items, next: next, id: id, hasNext: hasNext, total: total, nextHeader: nextHeader)
+                if dedupe && paging?.id == nil { paging?.id = "/id" }
             }
         }
-        if case .http(let http) = source {
-            try validateCursorPlacement(pagingJSON, strategy: strategy, source: http, pagingPath: pagingPath, sourcePath: field("source"))
-        }
-        let nextHeader = try validateNextHeader(pagingJSON, strategy: strategy, source: source, pagingPath: pagingPath)
-        let dedupe = try reader.bool("dedupe") ?? false
-        var paging = Paging(
-            strategy: strategy,
-            param: try pagingReader.string("param", nonEmpty: true),
-            limitParam: try pagingReader.string("limitParam", nonEmpty: true),
-            start: try pagingReader.integer("start", min: 0).map(Int64.init),
-            bodyPointer: try pagingReader.pointer("bodyPointer"),
-            header: try pagingReader.string("header", nonEmpty: true),
-            items: try pagingReader.pointer("items"),
-            next: try pagingReader.pointer("next"),
-            id: try pagingReader.pointer("id"),
-            hasNext: try pagingReader.pointer("hasNext"),
-            total: try pagingReader.pointer("total"),
-            nextHeader: nextHeader)
-        if dedupe && paging.id == nil { paging.id = "/id" }
 
         var options = CollectionOptions()
-        options.pageSize = try reader.integer("pageSize", min: 1)
-        options.pageSizeParam = try reader.string("pageSizeParam", nonEmpty: true)
-        options.maxItems = try reader.integer("maxItems", min: 0) ?? options.maxItems
-        options.prefetch = try reader.integer("prefetch", min: 0, max: 2) ?? 0
+        options.pageSize = try attempt(nil) { () throws(DefinitionError) in try reader.integer("pageSize", min: 1) }
+        options.pageSizeParam = try attempt(nil) { () throws(DefinitionError) in try reader.string("pageSizeParam", nonEmpty: true) }
+        options.maxItems = try attempt(nil) { () throws(DefinitionError) in try reader.integer("maxItems", min: 0) } ?? options.maxItems
+        options.prefetch = try attempt(nil) { () throws(DefinitionError) in try reader.integer("prefetch", min: 0, max: 2) } ?? 0
         options.dedupe = dedupe
-        if let policy = try reader.string("onRepeatedCursor") {
-            guard let value = CollectionOptions.RepeatedCursorPolicy(rawValue: policy) else {
-                throw DefinitionError(field: field("onRepeatedCursor"), expected: "one of stop, error")
+        try attempt(()) { () throws(DefinitionError) in
+            if let policy = try reader.string("onRepeatedCursor") {
+                guard let value = CollectionOptions.RepeatedCursorPolicy(rawValue: policy) else {
+                    throw DefinitionError(field: field("onRepeatedCursor"), expected: "one of stop, error", choices: ["stop", "error"])
+                }
+                options.onRepeatedCursor = value
             }
-            options.onRepeatedCursor = value
         }
-        options.maxEmptyPages = try reader.integer("maxEmptyPages", min: 0) ?? options.maxEmptyPages
-        options.incremental = try validateIncremental(json["incremental"], source: source, paging: paging, options: options, at: field("incremental"))
-        options.concurrency = try reader.integer("concurrency", min: 1, max: 32) ?? 1
+        options.maxEmptyPages = try attempt(nil) { () throws(DefinitionError) in try reader.integer("maxEmptyPages", min: 0) } ?? options.maxEmptyPages
+        let incremental = try attempt(nil) { () throws(DefinitionError) in
+            try validateIncremental(json["incremental"], source: source, paging: paging, options: options, at: field("incremental"))
+        }
+        options.incremental = incremental
+        options.concurrency = try attempt(nil) { () throws(DefinitionError) in try reader.integer("concurrency", min: 1, max: 32) } ?? 1
+        guard errorCount == before, let source, let paging else { return nil }
         return CollectionDefinition(source: source, paging: paging, options: options)
     }
 
-    private func validateSource(_ json: JSON, at path: String) throws(DefinitionError) -> CollectionDefinition.Source {
+    /// Validates `source`; `nil` when it has errors (recorded).
+    private func validateSource(_ json: JSON, at path: String) throws(DefinitionError) -> CollectionDefinition.Source? {
         let reader = FieldReader(object: json, path: path)
         let types = Self.sourceTypes.joined(separator: ", ")
-        guard let type = try reader.string("type", required: true, expected: "one of \(types)"),
-              Self.sourceTypes.contains(type) else {
-            throw DefinitionError(field: "\(path).type", expected: "one of \(types)")
+        let type = try attempt(nil) { () throws(DefinitionError) -> String? in
+            guard let type = try reader.string("type", required: true, expected: "one of \(types)"),
+                  Self.sourceTypes.contains(type) else {
+                throw DefinitionError(field: "\(path).type", expected: "one of \(types)", choices: Self.sourceTypes)
+            }
+            return type
         }
-        if type == "http" { return .http(try validateHTTPSource(json, at: path)) }
+        guard let type else {
+            // Which fields belong depends on the type: only those no source has are known to be wrong.
+            let anySource = Self.httpSourceKeys.union(Self.commandSourceKeys).union(Self.fileSourceKeys)
+            for (key, _) in json.members where !anySource.contains(key) {
+                try report(.unknownField(reader.name(key), known: anySource, what: "no such field for any source"))
+            }
+            return nil
+        }
+        if type == "http" { return try validateHTTPSource(json, at: path).map { .http($0) } }
         if type == "command" {
             guard allowsCommands else {
                 throw DefinitionError(
                     field: "\(path).type",
                     expected: "one of file, http (command sources can be defined at run time only when the server runs with --allow-commands; the config file may always use them)")
             }
-            return .command(try validateCommandSource(json, at: path))
+            return try validateCommandSource(json, at: path).map { .command($0) }
         }
+        let before = errorCount
         for (key, _) in json.members where !Self.fileSourceKeys.contains(key) {
-            throw DefinitionError(field: "\(path).\(key)", expected: "no such field for a file source (known: \(Self.fileSourceKeys.sorted().joined(separator: ", ")))")
+            try report(.unknownField("\(path).\(key)", known: Self.fileSourceKeys, what: "no such field for a file source"))
         }
-        guard let dir = try reader.string("dir", required: true, nonEmpty: true, expected: "a directory path") else {
-            throw DefinitionError(field: "\(path).dir", expected: "a directory path")
+        let directory = try attempt(nil) { () throws(DefinitionError) -> String? in
+            guard let dir = try reader.string("dir", required: true, nonEmpty: true, expected: "a directory path") else {
+                throw DefinitionError(field: "\(path).dir", expected: "a directory path")
+            }
+            let resolved = resolve(dir)
+            var info = stat()
+            guard stat(resolved, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw DefinitionError(field: "\(path).dir", expected: "an existing directory ('\(resolved)' is not one)")
+            }
+            return resolved
         }
-        let resolved = resolve(dir)
-        var info = stat()
-        guard stat(resolved, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw DefinitionError(field: "\(path).dir", expected: "an existing directory ('\(resolved)' is not one)")
-        }
-        let maxBodyBytes = try reader.integer("maxBodyBytes", min: 1) ?? FileClient.defaultMaxBodyBytes
-        return .file(directory: resolved, maxBodyBytes: maxBodyBytes)
+        let maxBodyBytes = try attempt(nil) { () throws(DefinitionError) in try reader.integer("maxBodyBytes", min: 1) } ?? FileClient.defaultMaxBodyBytes
+        guard errorCount == before, let directory else { return nil }
+        return .file(directory: directory, maxBodyBytes: maxBodyBytes)
     }
 }
 
 extension DefinitionValidator {
     /// Validates `{"type": "http", ...}` and expands `${env:NAME}` in its url,
-    /// query values and header values.
-    func validateHTTPSource(_ json: JSON, at path: String) throws(DefinitionError) -> HTTPSource {
+    /// query values and header values; `nil` when it has errors (recorded).
+    /// Under `replaysUpstream`, a header whose value uses an unset variable
+    /// is left out (a replay does not compare it).
+    func validateHTTPSource(_ json: JSON, at path: String) throws(DefinitionError) -> HTTPSource? {
         let reader = FieldReader(object: json, path: path)
+        let before = errorCount
         for (key, _) in json.members where !Self.httpSourceKeys.contains(key) {
-            throw DefinitionError(
-                field: reader.name(key), expected: "no such field for an http source (known: \(Self.httpSourceKeys.sorted().joined(separator: ", ")))")
+            try report(.unknownField(reader.name(key), known: Self.httpSourceKeys, what: "no such field for an http source"))
         }
         // Every value from the environment is a secret, but where it names
         // the endpoint: a whole URL, or the host.
         var fromEnvironment: [String] = []
-        let url = try expand(
-            try reader.string("url", required: true, expected: "an http or https URL")!, field: reader.name("url"),
-            whenUnset: "http://unset.invalid/", values: &fromEnvironment)
-        let host = HTTPURL.parts(url).authority.map { $0.split(separator: "@").last.map(String.init) ?? "" } ?? ""
-        fromEnvironment.removeAll { $0.contains("://") || host.contains($0) }
-        guard HTTPURL.isHTTP(url) else { throw DefinitionError(field: reader.name("url"), expected: "an http or https URL") }
+        let url = try attempt(nil) { () throws(DefinitionError) -> String? in
+            let url = try expand(
+                try reader.string("url", required: true, expected: "an http or https URL")!, field: reader.name("url"),
+                whenUnset: "http://unset.invalid/", values: &fromEnvironment)
+            let host = HTTPURL.parts(url).authority.map { $0.split(separator: "@").last.map(String.init) ?? "" } ?? ""
+            fromEnvironment.removeAll { $0.contains("://") || host.contains($0) }
+            guard HTTPURL.isHTTP(url) else { throw DefinitionError(field: reader.name("url"), expected: "an http or https URL") }
+            return url
+        }
 
-        let methods = HTTPSource.Method.allCases.map(\.rawValue).joined(separator: ", ")
-        var method = HTTPSource.Method.get
-        if let name = try reader.string("method", expected: "one of \(methods)") {
+        let methodNames = HTTPSource.Method.allCases.map(\.rawValue)
+        let methods = methodNames.joined(separator: ", ")
+        let method = try attempt(nil) { () throws(DefinitionError) -> HTTPSource.Method? in
+            guard let name = try reader.string("method", expected: "one of \(methods)") else { return .get }
             guard let parsed = HTTPSource.Method(rawValue: name) else {
-                throw DefinitionError(field: reader.name("method"), expected: "one of \(methods)")
+                throw DefinitionError(field: reader.name("method"), expected: "one of \(methods)", choices: methodNames)
             }
-            method = parsed
+            return parsed
         }
 
         var body: RawJSON?
         if let value = json["body"] {
-            guard value.kind == .object else { throw DefinitionError(field: reader.name("body"), expected: "a JSON object") }
-            guard method == .post else { throw DefinitionError(field: reader.name("body"), expected: "no body with method GET (add \"method\": \"POST\")") }
-            body = RawJSON(value)
+            if value.kind != .object {
+                try report(DefinitionError(field: reader.name("body"), expected: "a JSON object"))
+            } else if let method, method != .post {
+                try report(DefinitionError(field: reader.name("body"), expected: "no body with method GET (add \"method\": \"POST\")"))
+            } else {
+                body = RawJSON(value)
+            }
         }
 
         var query: [(name: String, value: String)] = []
         if let object = json["query"] {
-            guard object.kind == .object else { throw DefinitionError(field: reader.name("query"), expected: "an object of strings") }
-            for (name, value) in object.members {
+            if object.kind != .object { try report(DefinitionError(field: reader.name("query"), expected: "an object of strings")) }
+            for (name, value) in object.kind == .object ? object.members : [] {
                 let field = "\(reader.name("query")).\(name)"
-                guard !name.isEmpty else { throw DefinitionError(field: field, expected: "a non-empty parameter name") }
-                guard let text = value.string else { throw DefinitionError(field: field, expected: "a string") }
-                query.append((name, try expand(text, field: field, values: &fromEnvironment)))
+                try attempt(()) { () throws(DefinitionError) in
+                    guard !name.isEmpty else { throw DefinitionError(field: field, expected: "a non-empty parameter name") }
+                    guard let text = value.string else { throw DefinitionError(field: field, expected: "a string") }
+                    query.append((name, try expand(text, field: field, values: &fromEnvironment)))
+                }
             }
         }
 
         var headers: [(name: String, value: String)] = []
         if let object = json["headers"] {
-            guard object.kind == .object else { throw DefinitionError(field: reader.name("headers"), expected: "an object of strings") }
-            for (name, value) in object.members {
+            if object.kind != .object { try report(DefinitionError(field: reader.name("headers"), expected: "an object of strings")) }
+            for (name, value) in object.kind == .object ? object.members : [] {
                 let field = "\(reader.name("headers")).\(name)"
-                guard Self.isHeaderName(name) else { throw DefinitionError(field: field, expected: "a header name (letters, digits and !#$%&'*+-.^_`|~)") }
-                guard let text = value.string else { throw DefinitionError(field: field, expected: "a string") }
-                let expanded = try expand(text, field: field, values: &fromEnvironment)
-                guard !expanded.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
-                    throw DefinitionError(field: field, expected: "a header value without line breaks")
+                try attempt(()) { () throws(DefinitionError) in
+                    guard Self.isHeaderName(name) else { throw DefinitionError(field: field, expected: "a header name (letters, digits and !#$%&'*+-.^_`|~)") }
+                    guard let text = value.string else { throw DefinitionError(field: field, expected: "a string") }
+                    let unsetBefore = unsetVariables?.found.count ?? 0
+                    let expanded = try expand(text, field: field, values: &fromEnvironment, credential: true)
+                    guard !expanded.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
+                        throw DefinitionError(field: field, expected: "a header value without line breaks")
+                    }
+                    if replaysUpstream, (unsetVariables?.found.count ?? 0) > unsetBefore { return }
+                    headers.append((name, expanded))
                 }
-                headers.append((name, expanded))
             }
         }
 
-        let timeout = try reader.seconds("timeout") ?? HTTPSource.defaultTimeout
-        let retries = try reader.integer("retries", min: 0, max: 100) ?? HTTPSource.defaultRetries
-        let maxBodyBytes = try reader.integer("maxBodyBytes", min: 1) ?? HTTPSource.defaultMaxBodyBytes
-        let auth = try json["auth"].map { auth throws(DefinitionError) in try validateAuth(auth, at: reader.name("auth")) }
-        let rateLimit = try json["rateLimit"].map { rate throws(DefinitionError) in try validateRequestRate(rate, at: reader.name("rateLimit")) }
-        let maxRateLimitWait = try reader.waitSeconds("maxRateLimitWait") ?? HTTPSource.defaultMaxRateLimitWait
+        let timeout = try attempt(nil) { () throws(DefinitionError) in try reader.seconds("timeout") } ?? HTTPSource.defaultTimeout
+        let retries = try attempt(nil) { () throws(DefinitionError) in try reader.integer("retries", min: 0, max: 100) } ?? HTTPSource.defaultRetries
+        let maxBodyBytes = try attempt(nil) { () throws(DefinitionError) in try reader.integer("maxBodyBytes", min: 1) } ?? HTTPSource.defaultMaxBodyBytes
+        var auth: HTTPAuth?
+        if let value = json["auth"] {
+            auth = try part { () throws(DefinitionError) in try validateAuth(value, at: reader.name("auth")) }
+        }
+        var rateLimit: RequestRate?
+        if let value = json["rateLimit"] {
+            rateLimit = try part { () throws(DefinitionError) in try validateRequestRate(value, at: reader.name("rateLimit")) }
+        }
+        let maxRateLimitWait = try attempt(nil) { () throws(DefinitionError) in try reader.waitSeconds("maxRateLimitWait") }
+            ?? HTTPSource.defaultMaxRateLimitWait
+        guard errorCount == before, let url, let method else { return nil }
         return HTTPSource(
             url: url, method: method, body: body, query: query, headers: headers,
             timeout: timeout, retries: retries, maxBodyBytes: maxBodyBytes, environmentValues: fromEnvironment,
@@ -315,21 +489,23 @@ extension DefinitionValidator {
     /// instead and expands to nothing, or the whole field becomes
     /// `whenUnset`, when given: a value the field's other checks accept
     /// (the collection cannot fetch anyway).
-    func expand(_ text: String, field: String, whenUnset placeholder: String? = nil) throws(DefinitionError) -> String {
+    /// `credential`: the field is one that a replay never sends (a header
+    /// value, a credential of `source.auth`).
+    func expand(_ text: String, field: String, whenUnset placeholder: String? = nil, credential: Bool = false) throws(DefinitionError) -> String {
         var values: [String] = []
-        return try expand(text, field: field, whenUnset: placeholder, values: &values)
+        return try expand(text, field: field, whenUnset: placeholder, values: &values, credential: credential)
     }
 
     /// `expand`, adding to `values` what each variable expanded to.
     func expand(
-        _ text: String, field: String, whenUnset placeholder: String? = nil, values: inout [String]
+        _ text: String, field: String, whenUnset placeholder: String? = nil, values: inout [String], credential: Bool = false
     ) throws(DefinitionError) -> String {
         let unsetBefore = unsetVariables?.found.count ?? 0
         do {
             let expanded = try HTTPSource.expandEnvironment(text) { name in
                 let value = environment.map { $0[name] } ?? getenv(name).map { String(cString: $0) }
                 if value == nil, let unsetVariables {
-                    unsetVariables.note(name, in: field)
+                    unsetVariables.note(UnsetVariable(name: name, field: field, credential: credential))
                     return ""
                 }
                 if let value { values.append(value) }
@@ -410,13 +586,25 @@ struct FieldReader {
     }
 }
 
+/// An `${env:NAME}` the environment does not set, and the field that uses it.
+public struct UnsetVariable: Sendable, Equatable {
+    /// The variable's name (`GITHUB_TOKEN`).
+    public var name: String
+    /// The field, as a dotted path (`collections.issues.source.headers.Authorization`).
+    public var field: String
+    /// Whether the field is one a replay never sends: a header value, or a
+    /// credential of `source.auth` (not its token URL, nor a credential
+    /// helper's argv, which runs under a replay too).
+    public var credential: Bool
+}
+
 /// The `${env:NAME}` of one definition that the environment does not set,
 /// in the order they were met.
 final class UnsetVariables: @unchecked Sendable {
     // Written only by the one validation that owns it, synchronously.
-    private(set) var found: [(name: String, field: String)] = []
+    private(set) var found: [UnsetVariable] = []
 
-    func note(_ name: String, in field: String) {
-        found.append((name, field))
+    func note(_ variable: UnsetVariable) {
+        found.append(variable)
     }
 }

@@ -262,6 +262,7 @@ public final class NextPageService: RPCHandler {
         }
         await persist(collection)
         logger.info("defined collection", metadata: ["collection": "\(name)"])
+        for warning in ServerLauncher.replayWarnings([(name, definition)]) { logger.warning("\(warning)") }
         let state = await Self.state(collection)
         return { @Sendable in state }
     }

@@ -38,8 +38,26 @@ public struct ServerSettings: Sendable {
 /// A config that cannot be used: unreadable, not JSON, or invalid.
 public struct ConfigError: Error, CustomStringConvertible {
     public let path: String
+    /// What is wrong: the first error, for an invalid config.
     public let reason: String
+    /// Every error of an invalid config, in the order of the file (empty
+    /// when it could not be read or parsed).
+    public var errors: [DefinitionError] = []
+
+    public init(path: String, reason: String, errors: [DefinitionError] = []) {
+        self.path = path
+        self.reason = reason
+        self.errors = errors
+    }
+
     public var description: String { "\(path): \(reason)" }
+
+    /// The lines that report it: `PATH: ERROR` for each error, then
+    /// `PATH: N errors` (`PATH: REASON` alone when it is not about the definitions).
+    public var lines: [String] {
+        guard !errors.isEmpty else { return [description] }
+        return errors.map { "\(path): \($0)" } + ["\(path): \(errors.count) error\(errors.count == 1 ? "" : "s")"]
+    }
 }
 
 /// Loads config files and runs the server on stdin/stdout.
@@ -55,12 +73,39 @@ public enum ServerLauncher {
 
     /// The collections to serve: those of the config file, or the built-in
     /// demo when no path is given and `./nextpage.json` does not exist.
-    public static func collections(configPath: String?) throws -> (collections: [(name: String, definition: CollectionDefinition)], validator: DefinitionValidator, source: String) {
+    /// Under `--replay-upstream` (`upstream`), an unset `${env:NAME}` that
+    /// only credentials use does not keep a collection from paging (see
+    /// `replayWarnings`).
+    public static func collections(
+        configPath: String?, upstream: UpstreamMode = .live
+    ) throws -> (collections: [(name: String, definition: CollectionDefinition)], validator: DefinitionValidator, source: String) {
+        var validator = DefinitionValidator()
+        if case .replay = upstream { validator.replaysUpstream = true }
         guard let path = configFile(configPath) else {
-            return ([(Demo.name, Demo.definition)], DefinitionValidator(), "built-in demo")
+            return ([(Demo.name, Demo.definition)], validator, "built-in demo")
         }
-        let validator = DefinitionValidator(baseDirectory: directoryName(of: path))
+        validator.baseDirectory = directoryName(of: path)
         return (try loadConfig(path, validator: validator), validator, path)
+    }
+
+    /// One warning per `${env:NAME}` that is not set but that a replay does
+    /// without (`CollectionDefinition.unsetForReplay`), naming the first
+    /// field that uses it.
+    public static func replayWarnings(_ collections: [(name: String, definition: CollectionDefinition)]) -> [String] {
+        var order: [String] = []
+        var fields: [String: [String]] = [:]
+        for (_, definition) in collections {
+            for variable in definition.unsetForReplay {
+                if fields[variable.name] == nil { order.append(variable.name) }
+                fields[variable.name, default: []].append(variable.field)
+            }
+        }
+        return order.map { name in
+            let uses = fields[name]!
+            let more = uses.count > 1 ? " and \(uses.count - 1) more field\(uses.count == 2 ? "" : "s")" : ""
+            return "environment variable \(name) is not set (for ${env:\(name)} in \(uses[0])\(more)): "
+                + "replaying without it, as a replay sends no credentials"
+        }
     }
 
     /// Reads, parses and validates one config file.
@@ -77,11 +122,11 @@ public enum ServerLauncher {
         } catch {
             throw ConfigError(path: path, reason: "line \(error.line), column \(error.column): \(error.text)")
         }
-        do {
-            return try validator.validateConfig(json)
-        } catch {
-            throw ConfigError(path: path, reason: error.description)
+        let checked = validator.checkConfig(json)
+        if let first = checked.errors.first {
+            throw ConfigError(path: path, reason: first.description, errors: checked.errors)
         }
+        return checked.collections
     }
 
     /// Serves JSON-RPC on stdin/stdout until end of input, `exit`, a signal
@@ -89,7 +134,7 @@ public enum ServerLauncher {
     public static func serve(settings: ServerSettings, logger: Logger) async throws -> Int32 {
         // A stop signal from now on is counted until the Dispatch sources below take over.
         StopSignals.catchEarly()
-        let loaded = try collections(configPath: settings.configPath)
+        let loaded = try collections(configPath: settings.configPath, upstream: settings.upstream)
         let stateStore = try settings.statePath.map { path throws(StateFileError) in
             try StateStore(path: path, commit: .immediately, logger: logger)
         }
@@ -103,6 +148,7 @@ public enum ServerLauncher {
                 logger.warning("collection cannot fetch", metadata: ["collection": "\(name)", "reason": "\(reason)"])
             }
         }
+        for warning in replayWarnings(loaded.collections) { logger.warning("\(warning)") }
         signal(SIGPIPE, SIG_IGN)
         // A file size limit (RLIMIT_FSIZE) makes a state file write fail
         // with EFBIG, which is reported, instead of killing the server.

@@ -21,7 +21,8 @@ public final class ShellSession: Sendable {
     /// one for nobody (and the next run would fetch it again). Items are
     /// not kept (`maxItems` 0): no shell command serves `items`.
     public init(configPath: String?, statePath: String?, upstream: UpstreamMode, logger: Logger, prefetch: Bool = true) async throws {
-        let loaded = try ServerLauncher.collections(configPath: configPath)
+        let loaded = try ServerLauncher.collections(configPath: configPath, upstream: upstream)
+        for warning in ServerLauncher.replayWarnings(loaded.collections) { logger.warning("\(warning)") }
         let store = try statePath.map { path throws(StateFileError) in try StateStore(path: path, commit: .onRequest, logger: logger) }
         let tap = PageTap()
         let collections = loaded.collections.map { name, definition in

@@ -219,7 +219,7 @@ struct ServeOptions: ParsableArguments {
         do {
             status = try await ServerLauncher.serve(settings: settings, logger: logger)
         } catch let error as ConfigError {
-            printError("nextpage: config \(error)")
+            for line in error.lines { printError("nextpage: config \(line)") }
             throw ExitCode(ShellExit.config)
         } catch let error as TranscriptError {
             printError("nextpage: transcript \(error)")
@@ -246,7 +246,13 @@ struct ServeOptions: ParsableArguments {
 struct CheckConfig: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-config",
-        abstract: "Validate a config file; errors name the field. Exit status 2 when invalid.")
+        abstract: "Validate a config file, reporting every error. Exit status 2 when invalid.",
+        discussion: """
+            Each error is one line on stderr, `nextpage: config F: FIELD: expected ..., got VALUE` \
+            (secrets shown as [redacted]), with `did you mean "NAME"?` for a misspelled field or \
+            value; a last line counts them (`nextpage: config F: 3 errors`). A valid file prints \
+            its collections on stdout. Exit status: 0 valid; 2 invalid, unreadable or not JSON.
+            """)
 
     @Argument(help: "The config file.")
     var file: String
@@ -264,9 +270,9 @@ struct CheckConfig: ParsableCommand {
                     printError("nextpage: note: collection '\(name)' cannot fetch here: \(reason)")
                 }
             }
-        } catch {
-            printError("nextpage: config \(error)")
-            throw ExitCode(2)
+        } catch let error as ConfigError {
+            for line in error.lines { printError("nextpage: config \(line)") }
+            throw ExitCode(ShellExit.config)
         }
     }
 }

@@ -41,13 +41,33 @@ struct SessionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Answer http sources from the recordings in DIR/<collection>.jsonl instead of the network.", valueName: "DIR"))
     var replayUpstream: String?
 
+    @Option(help: ArgumentHelp(
+        "Append every http exchange to DIR/<collection>.jsonl (secrets redacted), for --replay-upstream DIR later; DIR is created if missing.",
+        valueName: "DIR"))
+    var recordUpstream: String?
+
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning (warn), error (err), critical.")
     var logLevel: Logger.Level = .warning
 
     func validate() throws {
+        if recordUpstream != nil && replayUpstream != nil {
+            throw ValidationError("--record-upstream and --replay-upstream cannot be used together")
+        }
         if let directory = replayUpstream, directory.isEmpty || !isDirectory(directory) {
             throw ValidationError("--replay-upstream: '\(directory)' is not a directory")
         }
+        if let directory = recordUpstream {
+            guard !directory.isEmpty, makeDirectories(directory) else {
+                throw ValidationError("--record-upstream: cannot create the directory '\(directory)'")
+            }
+        }
+    }
+
+    /// How `http` sources reach upstream, from the two flags.
+    var upstream: UpstreamMode {
+        if let directory = recordUpstream { return .record(directory: directory) }
+        if let directory = replayUpstream { return .replay(directory: directory) }
+        return .live
     }
 
     /// Opens the collections and the state file; exits 2 or 3 with a message
@@ -61,9 +81,9 @@ struct SessionOptions: ParsableArguments {
         do {
             return try await ShellSession(
                 configPath: config, statePath: state,
-                upstream: replayUpstream.map { .replay(directory: $0) } ?? .live, logger: logger, prefetch: prefetch)
+                upstream: upstream, logger: logger, prefetch: prefetch)
         } catch let error as ConfigError {
-            printError("nextpage: config \(error)")
+            for line in error.lines { printError("nextpage: config \(line)") }
             throw ExitCode(ShellExit.config)
         } catch let error as StateFileError {
             printError("nextpage: \(error)")

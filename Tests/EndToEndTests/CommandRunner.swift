@@ -26,10 +26,12 @@ final class CommandProcess: @unchecked Sendable {
     private var outClosed = false
     private var errClosed = false
 
-    init(_ arguments: [String], in directory: String, stdin: String? = nil) throws {
+    /// `environment`: variables set (or replaced) for the command, beside the test's own.
+    init(_ arguments: [String], in directory: String, stdin: String? = nil, environment: [String: String] = [:]) throws {
         process.executableURL = URL(fileURLWithPath: try nextpageBinary())
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let outPipe = Pipe()
         let errPipe = Pipe()
         let inPipe = Pipe()
@@ -96,8 +98,8 @@ final class CommandProcess: @unchecked Sendable {
 }
 
 /// Runs `nextpage arguments...` in `directory` to its end.
-func runNextpage(_ arguments: [String], in directory: String, stdin: String? = nil) throws -> CommandResult {
-    try CommandProcess(arguments, in: directory, stdin: stdin).finish()
+func runNextpage(_ arguments: [String], in directory: String, stdin: String? = nil, environment: [String: String] = [:]) throws -> CommandResult {
+    try CommandProcess(arguments, in: directory, stdin: stdin, environment: environment).finish()
 }
 
 /// Opens a FIFO for writing, which blocks until a reader opens it: returns

@@ -23,7 +23,7 @@ final class AuthDefinitionTests: XCTestCase {
             XCTFail("expected a definition error", file: file, line: line)
             return nil
         } catch {
-            return error.description
+            return error.fieldAndExpected
         }
     }
 

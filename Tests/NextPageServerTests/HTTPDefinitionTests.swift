@@ -94,46 +94,46 @@ final class HTTPDefinitionTests: XCTestCase {
     func testConfigFileNamesTheCollectionInErrors() throws {
         let config = try JSON.parse(#"{"collections": {"friends": {"source": {"type": "http", "url": "ftp://x"}, "paging": {"strategy": "cursor"}}}}"#)
         XCTAssertThrowsError(try DefinitionValidator().validateConfig(config)) { error in
-            XCTAssertEqual((error as? DefinitionError)?.description, "collections.friends.source.url: expected an http or https URL")
+            XCTAssertEqual((error as? DefinitionError)?.fieldAndExpected, "collections.friends.source.url: expected an http or https URL")
         }
     }
 
     // MARK: Errors that name the field
 
     func testSourceFieldErrors() {
-        XCTAssertEqual(error(#"{"type": "http"}"#)?.description, "source.url: expected an http or https URL")
-        XCTAssertEqual(error(#"{"type": "http", "url": "file:///etc/passwd"}"#)?.description, "source.url: expected an http or https URL")
-        XCTAssertEqual(error(#"{"type": "http", "url": 5}"#)?.description, "source.url: expected an http or https URL")
-        XCTAssertEqual(error(#"{"type": "ftp", "url": "x"}"#)?.description, "source.type: expected one of file, http, command")
+        XCTAssertEqual(error(#"{"type": "http"}"#)?.fieldAndExpected, "source.url: expected an http or https URL")
+        XCTAssertEqual(error(#"{"type": "http", "url": "file:///etc/passwd"}"#)?.fieldAndExpected, "source.url: expected an http or https URL")
+        XCTAssertEqual(error(#"{"type": "http", "url": 5}"#)?.fieldAndExpected, "source.url: expected an http or https URL")
+        XCTAssertEqual(error(#"{"type": "ftp", "url": "x"}"#)?.fieldAndExpected, "source.type: expected one of file, http, command")
         XCTAssertEqual(
-            error(#"{"type": "http", "url": "https://a", "dir": "x"}"#)?.description,
+            error(#"{"type": "http", "url": "https://a", "dir": "x"}"#)?.fieldAndExpected,
             "source.dir: expected no such field for an http source (known: auth, body, headers, maxBodyBytes, maxRateLimitWait, method, query, rateLimit, retries, timeout, type, url)")
-        XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "method": "PUT"}"#)?.description, "source.method: expected one of GET, POST")
+        XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "method": "PUT"}"#)?.fieldAndExpected, "source.method: expected one of GET, POST")
         XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "method": "get"}"#)?.field, "source.method")
         XCTAssertEqual(
-            error(#"{"type": "http", "url": "https://a", "body": {"q": 1}}"#)?.description,
+            error(#"{"type": "http", "url": "https://a", "body": {"q": 1}}"#)?.fieldAndExpected,
             #"source.body: expected no body with method GET (add "method": "POST")"#)
-        XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "method": "POST", "body": [1]}"#)?.description, "source.body: expected a JSON object")
-        XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "query": {"n": 50}}"#)?.description, "source.query.n: expected a string")
-        XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "query": "n=1"}"#)?.description, "source.query: expected an object of strings")
-        XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "headers": {"X-A": true}}"#)?.description, "source.headers.X-A: expected a string")
+        XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "method": "POST", "body": [1]}"#)?.fieldAndExpected, "source.body: expected a JSON object")
+        XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "query": {"n": 50}}"#)?.fieldAndExpected, "source.query.n: expected a string")
+        XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "query": "n=1"}"#)?.fieldAndExpected, "source.query: expected an object of strings")
+        XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "headers": {"X-A": true}}"#)?.fieldAndExpected, "source.headers.X-A: expected a string")
         XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "headers": {"Bad Name": "x"}}"#)?.field, "source.headers.Bad Name")
         XCTAssertEqual(
-            error(#"{"type": "http", "url": "https://a", "headers": {"X-A": "a\r\nX-Injected: 1"}}"#)?.description,
+            error(#"{"type": "http", "url": "https://a", "headers": {"X-A": "a\r\nX-Injected: 1"}}"#)?.fieldAndExpected,
             "source.headers.X-A: expected a header value without line breaks")
         for timeout in ["0", "-1", "\"10\"", "100000"] {
             XCTAssertEqual(
-                error(#"{"type": "http", "url": "https://a", "timeout": \#(timeout)}"#)?.description,
+                error(#"{"type": "http", "url": "https://a", "timeout": \#(timeout)}"#)?.fieldAndExpected,
                 "source.timeout: expected a number of seconds > 0 (at most 86400)", timeout)
         }
-        XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "retries": -1}"#)?.description, "source.retries: expected an integer from 0 to 100")
+        XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "retries": -1}"#)?.fieldAndExpected, "source.retries: expected an integer from 0 to 100")
         XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "retries": 1.5}"#)?.field, "source.retries")
-        XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "maxBodyBytes": 0}"#)?.description, "source.maxBodyBytes: expected an integer ≥ 1")
+        XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "maxBodyBytes": 0}"#)?.fieldAndExpected, "source.maxBodyBytes: expected an integer ≥ 1")
     }
 
     func testUnsetEnvironmentVariableNamesTheFieldAndTheVariable() {
         XCTAssertEqual(
-            error(#"{"type": "http", "url": "https://a", "headers": {"Authorization": "Bearer ${env:NOPE_TOKEN}"}}"#)?.description,
+            error(#"{"type": "http", "url": "https://a", "headers": {"Authorization": "Bearer ${env:NOPE_TOKEN}"}}"#)?.fieldAndExpected,
             "source.headers.Authorization: expected environment variable NOPE_TOKEN to be set (for ${env:NOPE_TOKEN})")
         XCTAssertEqual(error(#"{"type": "http", "url": "https://${env:NOPE_HOST}/x"}"#)?.field, "source.url")
         XCTAssertEqual(error(#"{"type": "http", "url": "https://a", "query": {"k": "${env:NOPE}"}}"#)?.field, "source.query.k")
@@ -183,17 +183,17 @@ final class HTTPDefinitionTests: XCTestCase {
         let post = #"{"type": "http", "url": "https://a", "method": "POST", "body": {"variables": 1}}"#
         let get = #"{"type": "http", "url": "https://a"}"#
         XCTAssertEqual(
-            error(get, paging: #"{"strategy": "cursor", "bodyPointer": "/variables/after"}"#)?.description,
+            error(get, paging: #"{"strategy": "cursor", "bodyPointer": "/variables/after"}"#)?.fieldAndExpected,
             #"paging.bodyPointer: expected a POST source ("source.method": "POST")"#)
         XCTAssertEqual(
-            error(post, paging: #"{"strategy": "cursor", "bodyPointer": "/variables/after"}"#)?.description,
+            error(post, paging: #"{"strategy": "cursor", "bodyPointer": "/variables/after"}"#)?.fieldAndExpected,
             "paging.bodyPointer: expected a JSON Pointer to a member inside source.body (missing objects are created)")
         XCTAssertEqual(error(post, paging: #"{"strategy": "cursor", "bodyPointer": ""}"#)?.field, "paging.bodyPointer")
         XCTAssertEqual(
-            error(post, paging: #"{"strategy": "cursor", "bodyPointer": "/after", "header": "X-C"}"#)?.description,
+            error(post, paging: #"{"strategy": "cursor", "bodyPointer": "/after", "header": "X-C"}"#)?.fieldAndExpected,
             "paging.header: expected either bodyPointer or header, not both")
         XCTAssertEqual(
-            error(get, paging: #"{"strategy": "nextUrl", "header": "X-C"}"#)?.description,
+            error(get, paging: #"{"strategy": "nextUrl", "header": "X-C"}"#)?.fieldAndExpected,
             "paging.header: expected no header with the nextUrl strategy (its cursor is the next URL)")
         XCTAssertEqual(error(post, paging: #"{"strategy": "link", "bodyPointer": "/after"}"#)?.field, "paging.bodyPointer")
         XCTAssertEqual(error(get, paging: #"{"strategy": "cursor", "header": "X C"}"#)?.field, "paging.header")

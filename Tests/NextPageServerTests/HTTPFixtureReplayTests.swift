@@ -105,7 +105,9 @@ final class HTTPFixtureReplayTests: XCTestCase {
 
     func testAStrategyThatAsksForOtherPagesFindsNoRecording() async throws {
         // The same Notion recording read with the wrong cursor parameter: the
-        // second request is not in the recording, and the error says which.
+        // second request is not in the recording, and the error says which,
+        // and which recorded request is nearest: the one with the same
+        // cursor under the parameter Notion takes.
         let collection = try collection("notion-blocks", """
             {"source": {"type": "http", "url": "https://api.notion.com/v1/blocks/393abc1e-edcd-814b-aee5-cf69471e5a43/children?page_size=2"},
              "paging": {"strategy": "cursor", "param": "cursor", "next": "/next_cursor", "items": "/results", "hasNext": "/has_more"}}
@@ -119,7 +121,9 @@ final class HTTPFixtureReplayTests: XCTestCase {
             XCTAssertFalse(failure.retryable)
             XCTAssertEqual(
                 failure.message,
-                "GET https://api.notion.com/v1/blocks/393abc1e-edcd-814b-aee5-cf69471e5a43/children?page_size=2&cursor=393abc1e-edcd-817b-900d-c75ec8d2f272: no recorded answer in \(Self.fixtures)/notion-blocks.jsonl")
+                "GET https://api.notion.com/v1/blocks/393abc1e-edcd-814b-aee5-cf69471e5a43/children?page_size=2&cursor=393abc1e-edcd-817b-900d-c75ec8d2f272: no recorded answer in \(Self.fixtures)/notion-blocks.jsonl"
+                    + "; nearest recorded: GET https://api.notion.com/v1/blocks/393abc1e-edcd-814b-aee5-cf69471e5a43/children?start_cursor=393abc1e-edcd-817b-900d-c75ec8d2f272&page_size=2"
+                    + " (query: start_cursor=393abc1e-edcd-817b-900d-c75ec8d2f272, not cursor=393abc1e-edcd-817b-900d-c75ec8d2f272)")
         }
     }
 }

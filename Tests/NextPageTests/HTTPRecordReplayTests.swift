@@ -367,7 +367,7 @@ final class HTTPRecordReplayTests: HTTPSourceTestCase {
         } catch {
             XCTAssertEqual(upstreamFailure(error), UpstreamFailure(
                 status: nil, attempts: 1, retryable: false,
-                message: "GET https://api.example.com/other?q=1: no recorded answer in \(file)"))
+                message: "GET https://api.example.com/other?q=1: no recorded answer in \(file); nearest recorded: GET https://api.example.com/items (path: /items, not /other)"))
         }
 
         let missing = collection(
@@ -375,6 +375,83 @@ final class HTTPRecordReplayTests: HTTPSourceTestCase {
             transport: ReplayTransport(file: directory + "/none.jsonl"), retryPolicy: .immediate)
         let message = await failureMessage(missing)
         XCTAssertTrue(message.hasPrefix("GET https://api.example.com/items: no recording \(directory)/none.jsonl"), message)
+    }
+
+    func testAnUnmatchedRequestNamesTheNearestRecordedOneAndTheFirstDifference() async throws {
+        let directory = try temporaryDirectory()
+        let file = directory + "/c.jsonl"
+        // Pages 1 to 3 of a page walk, a POST with a body, and one with a cursor header.
+        write("""
+            {"request":{"method":"GET","url":"https://api.example.com/items?per_page=3"},"response":{"status":200,"headers":{},"body":[]}}
+            {"request":{"method":"GET","url":"https://api.example.com/items?per_page=3&page=2"},"response":{"status":200,"headers":{},"body":[]}}
+            {"request":{"method":"GET","url":"https://api.example.com/items?per_page=3&page=3"},"response":{"status":200,"headers":{},"body":[]}}
+            {"request":{"method":"POST","url":"https://api.example.com/graphql","body":{"query":"q","variables":{"after":"c1","first":2}}},"response":{"status":200,"headers":{},"body":{}}}
+            {"request":{"method":"GET","url":"https://api.example.com/feed","headers":{"X-Cursor":"a1"}},"response":{"status":200,"headers":{},"body":{}}}
+
+            """, to: file)
+        let replay = ReplayTransport(file: file, cursorHeaders: ["X-Cursor"])
+        func miss(_ request: HTTPExchangeRequest) async -> String {
+            do {
+                _ = try await replay.perform(request, timeout: 5, maxBodyBytes: 1 << 20)
+                XCTFail("answered \(request.url)")
+                return ""
+            } catch {
+                guard case .unmatched(let reason) = error else { XCTFail("\(error)"); return "" }
+                return reason
+            }
+        }
+        let prefix = "no recorded answer in \(file); nearest recorded: "
+        // Of the pages that differ only in `page`, the one nearest the page asked for.
+        let page9 = await miss(HTTPExchangeRequest(method: "GET", url: "https://api.example.com/items?page=9&per_page=3"))
+        XCTAssertEqual(page9, prefix + "GET https://api.example.com/items?per_page=3&page=3 (query page: 3, not 9)")
+        let page2 = await miss(HTTPExchangeRequest(method: "GET", url: "https://api.example.com/items?per_page=4&page=2"))
+        XCTAssertEqual(page2, prefix + "GET https://api.example.com/items?per_page=3&page=2 (query per_page: 3, not 4)")
+        // A parameter recorded but not sent, and one sent under another name.
+        let unsent = await miss(HTTPExchangeRequest(method: "GET", url: "https://api.example.com/items"))
+        XCTAssertEqual(unsent, prefix + "GET https://api.example.com/items?per_page=3 (query per_page: 3, not sent)")
+        let renamed = await miss(HTTPExchangeRequest(method: "GET", url: "https://api.example.com/items?per_page=3&p=2"))
+        XCTAssertEqual(renamed, prefix + "GET https://api.example.com/items?per_page=3&page=2 (query: page=2, not p=2)")
+        // The method, then the body's first differing member.
+        let method = await miss(HTTPExchangeRequest(method: "GET", url: "https://api.example.com/graphql"))
+        XCTAssertEqual(method, prefix + "POST https://api.example.com/graphql (method: POST, not GET)")
+        let body = await miss(HTTPExchangeRequest(
+            method: "POST", url: "https://api.example.com/graphql", body: Array(#"{"query":"q","variables":{"after":"c2","first":2}}"#.utf8)))
+        XCTAssertEqual(body, prefix + #"POST https://api.example.com/graphql (body /variables/after: "c1", not "c2")"#)
+        // The header that carries the cursor.
+        let header = await miss(HTTPExchangeRequest(method: "GET", url: "https://api.example.com/feed", headers: [("X-Cursor", "b2")]))
+        XCTAssertEqual(header, prefix + "GET https://api.example.com/feed (header x-cursor: a1, not b2)")
+
+        // A recording with no exchange in it says so.
+        write("\n", to: file)
+        do {
+            _ = try await ReplayTransport(file: file).perform(
+                HTTPExchangeRequest(method: "GET", url: "https://api.example.com/items"), timeout: 5, maxBodyBytes: 1 << 20)
+            XCTFail("answered from an empty recording")
+        } catch {
+            guard case .unmatched(let reason) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(reason, "no recorded answer in \(file) (it records no exchange)")
+        }
+    }
+
+    func testTheNearestRecordedRequestShowsNoSecret() async throws {
+        let directory = try temporaryDirectory()
+        let file = directory + "/c.jsonl"
+        // As recorded: the key redacted. Sent: a key of the source's own, and another page.
+        write("""
+            {"request":{"method":"GET","url":"https://api.example.com/items?api_key=[redacted]&page=1"},"response":{"status":200,"headers":{},"body":[]}}
+
+            """, to: file)
+        let source = HTTPSource(url: "https://api.example.com/items", query: [("api_key", "sk-live-0123456789")])
+        let replay = ReplayTransport(file: file, redactor: HTTPRedactor(source: source, exemptQueryNames: ["page"]))
+        do {
+            _ = try await replay.perform(
+                HTTPExchangeRequest(method: "GET", url: "https://api.example.com/items?api_key=sk-live-0123456789&page=2"), timeout: 5, maxBodyBytes: 1 << 20)
+            XCTFail("answered")
+        } catch {
+            guard case .unmatched(let reason) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(reason, "no recorded answer in \(file); nearest recorded: GET https://api.example.com/items?api_key=[redacted]&page=1 (query page: 1, not 2)")
+            XCTAssertFalse(reason.contains("sk-live"), reason)
+        }
     }
 
     /// The message of the upstream failure the collection's next load ends with.

@@ -21,7 +21,9 @@ import Jansson
 /// exchange replays whatever the secrets it sent. Identical
 /// requests get their recorded answers in recorded order; once those are used
 /// up, the last one is given again (so a refreshed collection replays too).
-/// A request nothing matches fails with `HTTPTransportError.unmatched`, as
+/// A request nothing matches fails with `HTTPTransportError.unmatched`,
+/// naming the nearest recorded request and the first thing that differs
+/// (`nearest recorded: GET https://...&page=5 (query page: 5, not 6)`), as
 /// does every request when the file is missing or not a recording.
 /// Headers may also be recorded as arrays of strings (one header per value);
 /// `response.url`, when recorded, is where relative next-page URLs resolve.
@@ -34,6 +36,8 @@ public actor ReplayTransport: HTTPTransport {
 
     struct Entry {
         let method: String
+        /// The URL as recorded (for messages).
+        let url: String
         let key: String
         /// Recorded request headers, by lowercased name (repeated ones joined
         /// with ", "); `nil` when the recording has none (they are not compared).
@@ -43,7 +47,7 @@ public actor ReplayTransport: HTTPTransport {
         var used = false
     }
 
-    private var entries: [Entry]?
+    private(set) var entries: [Entry]?
     private var loadFailure: String?
     /// How many requests were answered from the recording.
     public private(set) var answered = 0
@@ -77,7 +81,8 @@ public actor ReplayTransport: HTTPTransport {
             lastMatch = index
         }
         if let lastMatch { return try answer(entries![lastMatch].response, maxBodyBytes: maxBodyBytes) }
-        throw .unmatched("no recorded answer in \(file)")
+        let sent = SentRequest(method: method, key: key, body: body, headers: Self.byName(headers))
+        throw .unmatched("no recorded answer in \(file)" + nearestRecorded(to: sent))
     }
 
     private func answer(_ response: HTTPExchangeResponse, maxBodyBytes: Int) throws(HTTPTransportError) -> HTTPExchangeResponse {
@@ -154,7 +159,7 @@ public actor ReplayTransport: HTTPTransport {
         }
         let requestBody = request["body"].flatMap { $0.isNull ? nil : $0 }
         return .success(Entry(
-            method: method.uppercased(), key: matchKey(url), headers: requestHeaders, body: requestBody,
+            method: method.uppercased(), url: url, key: matchKey(url), headers: requestHeaders, body: requestBody,
             response: HTTPExchangeResponse(status: Int(status), headers: headers, body: body, url: response["url"]?.string ?? url)))
     }
 
@@ -219,7 +224,7 @@ public actor ReplayTransport: HTTPTransport {
 
     /// Headers by lowercased name, repeated ones joined with ", " (as
     /// `RecordingTransport` writes them).
-    private static func byName(_ headers: [(name: String, value: String)]) -> [String: String] {
+    static func byName(_ headers: [(name: String, value: String)]) -> [String: String] {
         var values: [String: [String]] = [:]
         for header in headers { values[header.name.lowercased(), default: []].append(header.value) }
         return values.mapValues { $0.joined(separator: ", ") }
