@@ -1,6 +1,6 @@
 import Jansson
 
-/// Projects items to just some of their members (`fields`, SPEC §9): each
+/// Projects items to just some of their members (`fields`, docs/methods.md): each
 /// item becomes an object keyed by the last token of each pointer
 /// (`["/title", "/user/login"]` gives `{"title": ..., "login": ...}`), in
 /// the order the pointers were given; a pointer an item lacks is left out.

@@ -1,4 +1,4 @@
-/// How a collection syncs incrementally (SPEC §10, `incremental` in a
+/// How a collection syncs incrementally (docs/config.md, `incremental` in a
 /// collection definition): the item value it keeps the largest of, and the
 /// query parameter that carries it on the walks that follow.
 public struct Incremental: Sendable, Equatable {

@@ -1,4 +1,4 @@
-/// Where an incremental collection stands (SPEC §10, `incremental`): the
+/// Where an incremental collection stands (docs/config.md, `incremental`): the
 /// value its walks send, and the largest value its current walk has seen.
 ///
 /// A walk sends `value` as `incremental.param` (nothing while there is no

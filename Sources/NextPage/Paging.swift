@@ -1,6 +1,6 @@
 /// How a collection walks its source (`paging` in a collection definition).
 public struct Paging: Sendable, Equatable {
-    /// The strategies of SPEC §5.
+    /// The strategies of docs/config.md.
     public enum Strategy: String, Sendable, CaseIterable {
         case cursor, lastId, page, offset, link, nextUrl, auto
     }
@@ -102,7 +102,7 @@ public struct CollectionOptions: Sendable, Equatable {
     public var incremental: Incremental?
     /// Pages fetched at once when the pages ahead are known (a `total`, a
     /// `Link` rel="last"), from sources whose reads have no effects; 1: one
-    /// at a time (SPEC §10, fan-out).
+    /// at a time (docs/config.md, fan-out).
     public var concurrency: Int
 
     public init(

@@ -12,7 +12,7 @@ extension DefinitionValidator {
     ]
     static let requestRateKeys: Set<String> = ["requestsPerSecond", "burst"]
 
-    /// Validates `source.auth` (SPEC §10) and expands `${env:NAME}` in its
+    /// Validates `source.auth` (docs/config.md) and expands `${env:NAME}` in its
     /// values; `nil` when it has errors (recorded). A `command` credential
     /// helper is a program to run: `define` accepts it only when the server
     /// runs with `--allow-commands`, as it does command sources.

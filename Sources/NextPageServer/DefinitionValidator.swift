@@ -139,7 +139,7 @@ public struct DefinitionValidator: Sendable {
         return result
     }
 
-    /// Validates one definition (the object of SPEC §5). `path` prefixes field names
+    /// Validates one definition (the object of docs/config.md). `path` prefixes field names
     /// (empty for `define`, `collections.NAME` for a config file); `ignoring` lists keys
     /// that belong to the caller (`name` in `define`). Throws the first error.
     public func validate(_ json: JSON, at path: String = "", ignoring: Set<String> = []) throws(DefinitionError) -> CollectionDefinition {

@@ -4,7 +4,7 @@ import Logging
 import NextPageSchemas
 import NextPage
 
-/// The named collections of one server and the RPC methods of SPEC §3.
+/// The named collections of one server and the RPC methods of docs/methods.md.
 ///
 /// Each method's order-sensitive part (taking a place in a collection's
 /// line, resetting, defining) runs in `admit`, in arrival order; the rest

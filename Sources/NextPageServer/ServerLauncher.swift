@@ -9,7 +9,7 @@ import JSONRPC
 import Logging
 import NextPage
 
-/// Settings of a server process (the `serve` flags of SPEC §7).
+/// Settings of a server process (the `serve` flags of docs/cli.md).
 public struct ServerSettings: Sendable {
     /// Config file; `nil` means `./nextpage.json` when it exists, else the demo.
     public var configPath: String?

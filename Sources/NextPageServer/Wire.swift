@@ -2,10 +2,10 @@ import Jansson
 import JSONRPC
 import NextPage
 
-/// The wire shapes of SPEC §3 (Page, State) and the one conversion from
-/// internal errors to JSON-RPC errors (SPEC §6).
+/// The wire shapes of docs/methods.md (Page, State) and the one conversion from
+/// internal errors to JSON-RPC errors (docs/methods.md, Errors).
 enum Wire {
-    /// A State; `rateLimit` when the source reported one (SPEC §10).
+    /// A State; `rateLimit` when the source reported one (docs/config.md).
     static func state(_ collection: String, _ state: NextPageState, rateLimit: RateLimitStatus? = nil) -> RawJSON {
         .object([
             "collection": .string(collection),
@@ -40,7 +40,7 @@ enum Wire {
         return Int(min(max(value.rounded(.up), 0), 1e15))
     }
 
-    /// A Page; with `fields`, its items projected (SPEC §9).
+    /// A Page; with `fields`, its items projected (docs/methods.md).
     static func page(_ collection: String, _ result: PageResult, fields: FieldProjection? = nil) -> RawJSON {
         .object([
             "collection": .string(collection),

@@ -4,7 +4,7 @@ import XCTest
 import Glibc
 #endif
 
-/// The `command` source through the real binary (SPEC §5, §6, §7): paging a
+/// The `command` source through the real binary (docs/config.md, docs/methods.md, docs/cli.md): paging a
 /// config-file command, its failures, `define` and `--allow-commands`, and
 /// `reset` killing a running command.
 final class CommandSourceTests: EndToEndTestCase {

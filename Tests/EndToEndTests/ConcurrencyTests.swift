@@ -1,7 +1,7 @@
 import XCTest
 
 /// One fetch per collection at a time, queueing, skip, reset and cancellation
-/// during a fetch, and collections loading concurrently (SPEC §4). A page file
+/// during a fetch, and collections loading concurrently (docs/methods.md, Guarantees). A page file
 /// that is a FIFO keeps a fetch in flight until the test writes the page.
 final class ConcurrencyTests: EndToEndTestCase {
     static let page1 = #"{"items": [{"id": 1}, {"id": 2}], "next_cursor": "p2"}"#

@@ -4,7 +4,7 @@ import XCTest
 import Glibc
 #endif
 
-/// The fault table (SPEC §2, §4, §6): what a hostile upstream or a hostile
+/// The fault table (docs/methods.md): what a hostile upstream or a hostile
 /// client gets, and that the collection is intact afterwards. Every row runs
 /// the real binary; each asserts the reply (the JSON-RPC error code and the
 /// `data` fields that matter) and the state afterwards: `status` as it was

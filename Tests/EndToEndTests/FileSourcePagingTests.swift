@@ -1,6 +1,6 @@
 import XCTest
 
-/// Paging over `file` sources with hand-written pages (SPEC §3, §4, §5, §6).
+/// Paging over `file` sources with hand-written pages (docs/methods.md, docs/config.md).
 final class FileSourcePagingTests: EndToEndTestCase {
 
     func testCursorStrategyAcrossThreePagesEndsOnNullCursor() throws {
@@ -50,7 +50,7 @@ final class FileSourcePagingTests: EndToEndTestCase {
         try server.finish()
     }
 
-    /// SPEC §5: `lastId` "ends by a `hasNext` pointer (`/has_more`)": without
+    /// docs/config.md: `lastId` reads `hasNext`, else a boolean at `/has_more`: without
     /// a `hasNext` of its own, a `lastId` collection reads a boolean
     /// `/has_more` (Stripe's lists), so a full last page asks for nothing more.
     func testLastIdStrategyEndsOnHasMoreWithoutAHasNextPointer() throws {

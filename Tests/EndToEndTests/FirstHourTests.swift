@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// The conveniences of a first session (SPEC §11), through the real binary:
+/// The conveniences of a first session (docs/cli.md), through the real binary:
 /// `check-config` reporting every error of a file, and `--replay-upstream`
 /// doing without the credentials it never sends and naming the nearest
 /// recorded request on a miss.

@@ -1,6 +1,6 @@
 import XCTest
 
-/// Framing robustness (SPEC §2): line ends, blank lines, split and coalesced
+/// Framing robustness (docs/methods.md, Transport): line ends, blank lines, split and coalesced
 /// writes, the message size limit, extra LSP headers.
 final class FramingTests: EndToEndTestCase {
     static func statusRequest(_ id: Int) -> String {

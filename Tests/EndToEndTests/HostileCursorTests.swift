@@ -1,6 +1,6 @@
 import XCTest
 
-/// A cursor is never a path (SPEC §5): the file source percent-encodes it
+/// A cursor is never a path (docs/config.md): the file source percent-encodes it
 /// byte by byte outside A-Z a-z 0-9 - _ and reads only inside its directory.
 final class HostileCursorTests: EndToEndTestCase {
     func testRelativeCursorCannotLeaveTheDirectory() throws {

@@ -118,7 +118,7 @@ func J(_ text: String, file: StaticString = #filePath, line: UInt = #line) -> JS
 }
 
 /// Matching a reply against an expected pattern: literal JSON, where a few
-/// strings stand for "any value of this kind" (for values SPEC.md leaves open,
+/// strings stand for "any value of this kind" (for values docs/methods.md leaves open,
 /// such as error message texts):
 ///   "<any>", "<string>", "<int>", "<bool>", "<number>",
 ///   "<contains:TEXT>" (a string containing TEXT).

@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// End of input, shutdown/exit, signals, stdout hygiene, `define`, the
-/// collection errors, and stdin as a regular file (SPEC §2, §3, §6).
+/// collection errors, and stdin as a regular file (docs/methods.md).
 final class LifecycleTests: EndToEndTestCase {
     static let freshDemo = JSONRPCSpecTests.freshDemo
 
@@ -42,7 +42,7 @@ final class LifecycleTests: EndToEndTestCase {
     func testNotificationMethodsSentWithAnIdAreAnswered() throws {
         let server = try startServer()
         // JSON-RPC answers every request; these methods are notifications
-        // in SPEC, and sent with an id they still do their work.
+        // in docs/methods.md, and sent with an id they still do their work.
         try server.request("1", "initialized", "{}")
         try expectMatch(server.reply("1"), #"{"jsonrpc":"2.0","id":1,"result":null}"#)
         try server.request("2", "$/cancelRequest", #"{"id": 99}"#)
@@ -176,7 +176,7 @@ final class LifecycleTests: EndToEndTestCase {
     }
 
     func rpcDiscover(_ framing: WireFraming) throws {
-        // SPEC §2: replies are compact, one per line, never containing a raw newline.
+        // docs/methods.md (Transport): replies are compact, one per line, never containing a raw newline.
         let server = try startServer(framing: framing)
         try server.request("1", "rpc.discover")
         let discover = try server.reply("1")

@@ -4,7 +4,7 @@ import XCTest
 import Glibc
 #endif
 
-/// `loadAll` over pipes (SPEC §3): a `page` notification for every page
+/// `loadAll` over pipes (docs/methods.md, The methods): a `page` notification for every page
 /// before the reply, `$/progress` with a progressToken, limits, and
 /// cancellation by `$/cancelRequest`.
 final class LoadAllTests: EndToEndTestCase {

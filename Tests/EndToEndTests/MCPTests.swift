@@ -1,6 +1,6 @@
 import XCTest
 
-/// nextpage as an MCP server (SPEC §9), spoken to over pipes as an MCP
+/// nextpage as an MCP server (docs/mcp.md), spoken to over pipes as an MCP
 /// client speaks: the handshake revisions, the 2026-07-28 envelope, tools
 /// built from the OpenRPC document, tool results and failures, progress,
 /// cancellation, logging, resources, list paging and the errors MCP names.
@@ -324,7 +324,7 @@ final class MCPTests: EndToEndTestCase {
     }
 }
 
-/// What editors' JSON-RPC clients do that nextpage must take (SPEC §9):
+/// What editors' JSON-RPC clients do that nextpage must take (docs/editors.md):
 /// Emacs's jsonrpc.el sends `"params": null`; LSP clients send `$/`
 /// notifications nextpage does not know.
 final class EditorHabitsTests: EndToEndTestCase {

@@ -1,7 +1,7 @@
 import XCTest
 
 /// Loop guards, `dedupe`, the `hasNext` pointer, empty pages and `loadAll`
-/// limits over file sources (SPEC §3, §4, §5).
+/// limits over file sources (docs/methods.md, docs/config.md).
 final class PagingOptionsTests: EndToEndTestCase {
     func testRepeatedCursorStopsWithTheLoadedPage() throws {
         let server = try startServer(

@@ -4,7 +4,7 @@ import XCTest
 import Glibc
 #endif
 
-/// `--sequential` (SPEC §11): each message is answered, its notifications
+/// `--sequential` (docs/cli.md): each message is answered, its notifications
 /// sent first, before the next one is read, so a file of requests gets the
 /// replies an interactive session gets.
 final class SequentialTests: EndToEndTestCase {

@@ -6,7 +6,7 @@ import Glibc
 
 /// `nextpage next`, `all`, `reset` and `schema` run as a shell would run
 /// them: a process per command, the cursor kept in a state file between
-/// them (SPEC §7).
+/// them (docs/cli.md).
 final class ShellCommandTests: EndToEndTestCase {
     /// Pages `p1`…`pN` of `size` items each, ids counting from 1, walked with the cursor strategy.
     static func writePages(_ count: Int, size: Int, in directory: String, dir: String = "pages") throws {
@@ -141,7 +141,7 @@ final class ShellCommandTests: EndToEndTestCase {
     }
 
     func testAConfigWithAnUnsetVariableChecksAndServesTheRest() throws {
-        // SPEC's own example config names ${env:API_TOKEN}; where it is not
+        // docs/config.md's command example names ${env:API_TOKEN}; where it is not
         // set, the file is still valid and the other collections are served.
         let directory = try temporaryDirectory()
         try writeFile(directory + "/nextpage.json", #"""

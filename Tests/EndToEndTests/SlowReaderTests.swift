@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 
 /// A client that stops reading its replies while it keeps sending requests
-/// (SPEC §2): the server stops reading stdin once too many replies wait,
+/// (docs/methods.md, Transport): the server stops reading stdin once too many replies wait,
 /// its memory stays bounded whatever was asked, and once the client reads
 /// again every request is answered, exactly once. (`scripts/soak` runs a
 /// 10-second version of this inside its long session.)

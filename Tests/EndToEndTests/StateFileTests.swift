@@ -6,7 +6,7 @@ import Glibc
 
 /// `--state F` survives SIGKILL: a server or `nextpage all` killed in the
 /// middle of a run resumes from the last completed page, and every item is
-/// delivered exactly once overall (SPEC §7). The kill lands while a page is
+/// delivered exactly once overall (docs/cli.md). The kill lands while a page is
 /// being fetched: the page file is a FIFO, and the test kills the process
 /// once it has opened the FIFO for reading (nothing sleeps).
 final class StateFileTests: EndToEndTestCase {

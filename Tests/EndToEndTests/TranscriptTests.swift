@@ -4,7 +4,7 @@ import XCTest
 import Glibc
 #endif
 
-/// `serve --transcript F` and `nextpage replay` (SPEC §8): a recorded
+/// `serve --transcript F` and `nextpage replay` (docs/transcripts.md): a recorded
 /// session replays clean, a changed expectation is reported with the place
 /// that differs, `--update` rewrites it, and secrets never reach the file.
 final class TranscriptTests: EndToEndTestCase {

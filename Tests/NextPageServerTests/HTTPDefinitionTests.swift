@@ -63,8 +63,8 @@ final class HTTPDefinitionTests: XCTestCase {
     }
 
     func testEveryValueFromTheEnvironmentIsASecretButTheEndpoint() throws {
-        // SPEC §5: "${env:NAME} expansion in url/query/headers. Secrets never
-        // reach logs or transcripts", whatever the field is called.
+        // docs/config.md: a value from ${env:NAME} in url, query or headers is a
+        // secret that never reaches logs or transcripts, whatever the field is called.
         let environment = [
             "BASE": "https://api.example.com", "ACCOUNT": "acct-424242", "SIG": "sig+abc/def==",
             "JWT": "eyJhbGciOi.x.y", "FORMAT": "json",

@@ -100,9 +100,9 @@ actor NumberedPagesClient: Client {
     }
 }
 
-/// Fan-out (SPEC §10, `concurrency`): a `page` or `offset` walk whose total
+/// Fan-out (docs/config.md, `concurrency`): a `page` or `offset` walk whose total
 /// is known fetches up to `concurrency` pages at once, and they land in
-/// order, one at a time, with every guarantee of SPEC §4: each page lands
+/// order, one at a time, with every guarantee of docs/methods.md (Guarantees): each page lands
 /// once, a failed page is asked for again and the pages fetched after it
 /// are dropped, `reset` cancels them all, the loop guards hold.
 final class FanOutTests: XCTestCase {

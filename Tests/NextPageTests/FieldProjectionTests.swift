@@ -2,7 +2,7 @@ import Jansson
 import NextPage
 import XCTest
 
-/// `fields` (SPEC §9): items projected to some members, keyed by each
+/// `fields` (docs/methods.md): items projected to some members, keyed by each
 /// pointer's last token, from the bytes the source wrote.
 final class FieldProjectionTests: XCTestCase {
     private func project(_ items: [String], _ pointers: [String]) throws -> String {

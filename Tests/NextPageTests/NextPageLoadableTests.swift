@@ -2,7 +2,7 @@ import Jansson
 import NextPage
 import XCTest
 
-/// The state machine of SPEC §4, driven through `PagedCollection` (the one
+/// The state machine of docs/methods.md (Guarantees), driven through `PagedCollection` (the one
 /// conformer) over a scripted `Client`.
 final class NextPageLoadableTests: XCTestCase {
     private func collection(

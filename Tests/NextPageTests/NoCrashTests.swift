@@ -3,7 +3,7 @@ import Jansson
 import NextPage
 import XCTest
 
-/// Inputs that must not crash the process (SPEC §6: "No input makes the
+/// Inputs that must not crash the process (docs/methods.md, Errors: "No input makes the
 /// process crash"). Each probe in `CrashProbes` runs in a child copy of this
 /// test binary, so a trap fails one test here instead of ending the whole run.
 final class NoCrashTests: XCTestCase {

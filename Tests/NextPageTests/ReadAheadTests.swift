@@ -2,7 +2,7 @@ import Jansson
 @testable import NextPage
 import XCTest
 
-/// Reading ahead (SPEC §4, §5 `prefetch`): pages are fetched before they are
+/// Reading ahead (docs/methods.md, docs/config.md `prefetch`): pages are fetched before they are
 /// asked for, always in cursor order, never twice, and never land unasked;
 /// `reset` drops them, and a failure reaches the call that asks (one nobody
 /// asked for is dropped, and the page fetched again when asked for).
@@ -191,7 +191,7 @@ final class ReadAheadTests: XCTestCase {
     }
 
     func testAFailedPrefetchIsFetchedAgainByTheNextCall() async throws {
-        // SPEC §4: after a failed fetch, the next loadNext asks for the same
+        // docs/methods.md (Guarantees): after a failed fetch, the next loadNext asks for the same
         // page again; a failure nobody asked for is not handed to it.
         let failure = LoadError.upstream(UpstreamFailure(status: 503, retryable: true, message: "unavailable"))
         let client = ScriptedClient([.page([1], next: "c2"), .failure(failure), .page([2], next: "c3"), .page([3], next: nil)])

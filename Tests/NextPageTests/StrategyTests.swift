@@ -2,7 +2,7 @@ import Jansson
 import NextPage
 import XCTest
 
-/// Each strategy's `advance` end rules (SPEC §5) and `UpstreamPage.decode`.
+/// Each strategy's `advance` end rules (docs/config.md) and `UpstreamPage.decode`.
 final class StrategyTests: XCTestCase {
     private func request(_ paging: Paging, cursor: Cursor?, first: Bool = false, pageSize: Int? = nil) -> PageRequest {
         PageRequest(cursor: cursor, isFirstPage: first, paging: paging, options: CollectionOptions(pageSize: pageSize))
@@ -239,7 +239,7 @@ final class StrategyTests: XCTestCase {
 
     func testNextURLStrategy() throws {
         let paging = Paging(strategy: .nextUrl, next: "/links/next")
-        // Without `next`: `/links/next`, else `/next` (SPEC §5).
+        // Without `next`: `/links/next`, else `/next` (docs/config.md).
         let byDefault = Paging(strategy: .nextUrl)
         XCTAssertEqual(try advance(#"{"items": [1], "links": {"next": "https://x/2"}, "next": "https://x/9"}"#, byDefault).next, .string("https://x/2"))
         XCTAssertEqual(try advance(#"{"items": [1], "next": "https://x/3"}"#, byDefault).next, .string("https://x/3"))

@@ -45,7 +45,7 @@ public enum ServerFixtures {
             upstream: .replay(directory: root + "/Tests/NextPageServerTests/HTTPFixtures"))
     }
 
-    /// The error codes a reply may carry: SPEC §6's (-32603, an internal
+    /// The error codes a reply may carry: those of docs/methods.md, Errors (-32603, an internal
     /// error, is a finding).
     public static let knownCodes: Set<Int> = [-32700, -32600, -32601, -32602, -32001, -32002, -32003, -32004, -32800, -32801]
 

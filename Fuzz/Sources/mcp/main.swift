@@ -21,7 +21,7 @@ import NextPage
 @testable import NextPageServer
 import ServerFuzzSupport
 
-/// SPEC §6's codes and MCP's -32022.
+/// the codes of docs/methods.md (Errors) and MCP's -32022.
 private let knownCodes = ServerFixtures.knownCodes.union([-32022])
 private let knownNotifications: Set<String> = [
     "page", "$/progress", "notifications/progress", "notifications/message",

@@ -8,7 +8,7 @@ import NIOConcurrencyHelpers
 import Subprocess
 import SystemPackage
 
-/// The `command` source (SPEC §5): runs a program once per page and takes
+/// The `command` source (docs/config.md): runs a program once per page and takes
 /// what it writes on stdout as the page.
 ///
 /// `argv` runs directly, without a shell. For the first page the cursor is

@@ -1,5 +1,5 @@
 /// Where a `command` source's pages come from (`source` in a collection
-/// definition, SPEC §5), validated and with `${env:NAME}` already expanded.
+/// definition, docs/config.md), validated and with `${env:NAME}` already expanded.
 ///
 /// The command runs once per page, without a shell: `argv[0]` is the program
 /// (looked up on `PATH` when it has no `/`), every `{cursor}` inside the other

@@ -1,7 +1,7 @@
 import Jansson
 
 extension HTTPPageClient {
-    /// Where a collection's cursor goes in a request (SPEC §5).
+    /// Where a collection's cursor goes in a request (docs/config.md).
     public enum CursorPlacement: Sendable, Equatable {
         /// A query parameter (`paging.param`, the default).
         case query(String)

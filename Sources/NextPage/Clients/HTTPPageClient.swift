@@ -2,7 +2,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOHTTP1
 
-/// The `http` source (SPEC §5, §10): fetches each page with one HTTP
+/// The `http` source (docs/config.md): fetches each page with one HTTP
 /// request, built from the source and the paging settings (see
 /// `exchangeRequest(for:)`), over a chain of transports: a
 /// `RateLimitingTransport` (the server's limits, the source's `rateLimit`),

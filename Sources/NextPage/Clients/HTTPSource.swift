@@ -1,7 +1,7 @@
 import Jansson
 
 /// Where an `http` source's pages come from (`source` in a collection
-/// definition, SPEC §5), validated and with `${env:NAME}` already expanded.
+/// definition, docs/config.md), validated and with `${env:NAME}` already expanded.
 public struct HTTPSource: Sendable, Equatable {
     /// The request methods an `http` source can use.
     public enum Method: String, Sendable, CaseIterable {

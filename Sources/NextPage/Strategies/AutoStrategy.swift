@@ -1,7 +1,7 @@
 import Jansson
 
 /// `auto`: the walk's strategy and its item array are decided from the
-/// answer to the walk's first request (SPEC §10), once per walk, and the rest
+/// answer to the walk's first request (docs/config.md), once per walk, and the rest
 /// of the walk goes by what was picked.
 ///
 /// How the next page is found, in this order (the first that matches wins):

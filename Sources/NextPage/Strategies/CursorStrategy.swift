@@ -15,7 +15,7 @@ public struct CursorStrategy: PagingStrategy {
 public struct NextURLStrategy: PagingStrategy {
     public init() {}
 
-    /// SPEC's "`/links/next`, `/next`": the first, then the second when the
+    /// "`/links/next`, `/next`" (docs/config.md): the first, then the second when the
     /// page holds nothing at the first.
     public var defaultNext: String? { "/links/next" }
     public var nextFallback: String? { "/next" }

@@ -1,7 +1,7 @@
 /// The pages known to follow a page's next one, when the page says where
 /// the walk ends (a `total`, or a `Link` rel="last"): their cursors can be
 /// written down before those pages are fetched, so a collection with
-/// `concurrency` above 1 fetches several at once (SPEC §10, fan-out).
+/// `concurrency` above 1 fetches several at once (docs/config.md, fan-out).
 ///
 /// They are a forecast, not a promise: each page still lands only when the
 /// page before it has landed and led to it, with the items before it that

@@ -12,7 +12,7 @@ public struct Advance: Sendable, Equatable {
     }
 }
 
-/// A way of walking a paginated source (SPEC §5, `paging.strategy`).
+/// A way of walking a paginated source (docs/config.md, `paging.strategy`).
 ///
 /// A strategy is one conforming type, one case of `Paging.Strategy` (see
 /// `Paging.Strategy.implementation`) and its name in the schemas: every

@@ -3,7 +3,7 @@ import JSONRPC
 import Logging
 import NextPage
 
-/// Serves the Model Context Protocol (SPEC §9) over the same connection as
+/// Serves the Model Context Protocol (docs/mcp.md) over the same connection as
 /// nextpage's own methods, by mapping MCP's requests onto `NextPageService`:
 /// a tool call is the service method of the same name, run as that method
 /// is, its result wrapped as MCP wants it; a resource is a collection. Every
@@ -236,7 +236,7 @@ public final class MCPAdapter: RPCHandler {
     }
 
     /// A failed call as MCP wants it: a result the model can read, with the
-    /// JSON-RPC error (SPEC §6) as its structured content.
+    /// JSON-RPC error (docs/methods.md, Errors) as its structured content.
     static func toolError(_ error: RPCError) -> RawJSON {
         .object([
             "content": .array([.object(["type": .string("text"), "text": .string(error.message)])]),

@@ -15,7 +15,7 @@ public struct TranscriptError: Error, Sendable, CustomStringConvertible {
     public var description: String { "\(path): \(reason)" }
 }
 
-/// A parsed transcript (SPEC §8, `Schemas/transcript.schema.json`): NDJSON,
+/// A parsed transcript (docs/transcripts.md, `Schemas/transcript.schema.json`): NDJSON,
 /// one record per line.
 ///
 /// - `{"dir": "in", "msg": M}`: a message sent to the server (framed by the replayer);

@@ -6,7 +6,7 @@ import Darwin
 import Jansson
 import JSONRPC
 
-/// Records a live session as a transcript (`serve --transcript F`, SPEC §8).
+/// Records a live session as a transcript (`serve --transcript F`, docs/transcripts.md).
 ///
 /// Writes, one JSON record per line: `{"args": [...]}` (the server's
 /// arguments, when known), `{"framing": "lsp"}` once LSP framing is

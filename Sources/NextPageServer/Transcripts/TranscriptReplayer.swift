@@ -35,7 +35,7 @@ public struct ReplayResult: Sendable {
     public var passed: Bool { differences.isEmpty }
 }
 
-/// Replays transcripts (SPEC §8): a fresh server per transcript (and per
+/// Replays transcripts (docs/transcripts.md): a fresh server per transcript (and per
 /// `restart`), in the transcript's folder, with its `args`.
 ///
 /// Each `in` record is sent once every `out` record above it has arrived,

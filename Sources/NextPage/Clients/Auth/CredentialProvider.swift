@@ -35,7 +35,7 @@ public struct CredentialContext: Sendable {
     }
 }
 
-/// Gives the credential of an `http` source's `auth` (SPEC §10), one
+/// Gives the credential of an `http` source's `auth` (docs/config.md), one
 /// conformer per kind: fixed ones (`StaticCredentialProvider`: bearer,
 /// basic, header) and tokens obtained at run time, cached and renewed
 /// (`RenewingCredentialProvider` over a `TokenIssuer`: a credential helper,

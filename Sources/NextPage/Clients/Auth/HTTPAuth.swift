@@ -1,4 +1,4 @@
-/// How an `http` source proves who it is (`source.auth`, SPEC §10),
+/// How an `http` source proves who it is (`source.auth`, docs/config.md),
 /// validated and with `${env:NAME}` already expanded.
 ///
 /// The credential is added to each request to the source's own origin (its

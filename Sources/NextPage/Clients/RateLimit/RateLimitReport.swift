@@ -1,4 +1,4 @@
-/// What one answer says about the source's rate limit (SPEC §10).
+/// What one answer says about the source's rate limit (docs/config.md).
 ///
 /// Read from, in this order of preference:
 /// - `X-RateLimit-Remaining` / `X-RateLimit-Reset` (GitHub and many others:

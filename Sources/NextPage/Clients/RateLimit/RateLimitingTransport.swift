@@ -1,6 +1,6 @@
 import Logging
 
-/// Keeps an `http` source within its rate limits (SPEC §10), around the
+/// Keeps an `http` source within its rate limits (docs/config.md), around the
 /// transport that sends its requests:
 ///
 /// - before a request, waits while the server's limit is used up

@@ -1,5 +1,5 @@
 /// `source.rateLimit`: `{"requestsPerSecond": R, "burst": B}`, the pace a
-/// source keeps on its own (SPEC §10).
+/// source keeps on its own (docs/config.md).
 public struct RequestRate: Sendable, Hashable {
     /// Requests per second, on average (above 0).
     public var requestsPerSecond: Double
