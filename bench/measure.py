@@ -271,28 +271,26 @@ def cmd_coldstart(args):
 
 # ---------------------------------------------------------------------- prefetch
 
-def cmd_prefetch(args):
-    """An http source that answers each page after `delay` seconds, and a
-    client that waits `think` seconds between loadNext calls: the median time
-    from a call to its reply, with prefetch on and off."""
+def start_slow_json_server(page, delay, keep_alive=False):
+    """A threaded http server on 127.0.0.1 that answers every GET with
+    `page(query)` as JSON after `delay` seconds. With
+    `keep_alive`, HTTP/1.1 with Nagle off (the head and the body go out in
+    two writes: without it, the body waits for the client's delayed ACK of
+    the head, 40 ms, every page). Returns the server (its port is
+    `server_address[1]`; `shutdown()` ends it)."""
     import http.server
     import socketserver
-    import tempfile
-    import threading
-
-    pages, delay = args.pages, args.delay
+    from urllib.parse import urlparse, parse_qs
 
     class Handler(http.server.BaseHTTPRequestHandler):
+        if keep_alive:
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
         def do_GET(self):
-            from urllib.parse import urlparse, parse_qs
-            cursor = parse_qs(urlparse(self.path).query).get("cursor", ["1"])[0]
-            try:
-                page = int(cursor)
-            except ValueError:
-                page = 1
+            query = parse_qs(urlparse(self.path).query)
             time.sleep(delay)
-            items = [{"id": (page - 1) * 20 + i + 1, "name": "item %d" % i} for i in range(20)]
-            body = json.dumps({"items": items, "next_cursor": str(page + 1) if page < pages else None}).encode()
+            body = json.dumps(page(query)).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -306,8 +304,28 @@ def cmd_prefetch(args):
         daemon_threads = True
 
     server = Server(("127.0.0.1", 0), Handler)
-    port = server.server_address[1]
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def cmd_prefetch(args):
+    """An http source that answers each page after `delay` seconds, and a
+    client that waits `think` seconds between loadNext calls: the median time
+    from a call to its reply, with prefetch on and off."""
+    import tempfile
+
+    pages, delay = args.pages, args.delay
+
+    def page(query):
+        try:
+            page = int(query.get("cursor", ["1"])[0])
+        except ValueError:
+            page = 1
+        items = [{"id": (page - 1) * 20 + i + 1, "name": "item %d" % i} for i in range(20)]
+        return {"items": items, "next_cursor": str(page + 1) if page < pages else None}
+
+    server = start_slow_json_server(page, delay)
+    port = server.server_address[1]
 
     def session(prefetch):
         with tempfile.TemporaryDirectory() as tmp:
@@ -363,45 +381,21 @@ def cmd_latency(args):
     strategy, `total` in every page), and `loadAll` of its pages through a
     nextpage server, with `concurrency` 1 and 8: seconds from the request
     to its reply, and every item checked (each once, in order)."""
-    import http.server
-    import socketserver
     import tempfile
 
     pages, delay, per_page = args.pages, args.delay, 20
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        # The head and the body go out in two writes: without this, the body
-        # waits for the client's delayed ACK of the head (40 ms), every page.
-        disable_nagle_algorithm = True
+    def page(query):
+        try:
+            page = int(query.get("page", ["1"])[0])
+        except ValueError:
+            page = 0
+        items = [] if not 1 <= page <= pages else [
+            {"id": (page - 1) * per_page + i + 1, "name": "item %d" % i} for i in range(per_page)]
+        return {"items": items, "total": pages * per_page}
 
-        def do_GET(self):
-            from urllib.parse import urlparse, parse_qs
-            try:
-                page = int(parse_qs(urlparse(self.path).query).get("page", ["1"])[0])
-            except ValueError:
-                page = 0
-            time.sleep(delay)
-            if not 1 <= page <= pages:
-                items = []
-            else:
-                items = [{"id": (page - 1) * per_page + i + 1, "name": "item %d" % i} for i in range(per_page)]
-            body = json.dumps({"items": items, "total": pages * per_page}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *a):
-            pass
-
-    class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-        daemon_threads = True
-
-    server = Server(("127.0.0.1", 0), Handler)
+    server = start_slow_json_server(page, delay, keep_alive=True)
     port = server.server_address[1]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
 
     def session(concurrency):
         with tempfile.TemporaryDirectory() as tmp:
