@@ -79,6 +79,24 @@ public protocol RPCHandler: Sendable {
     func admit(_ request: RPCRequest, context: RPCContext) async -> RPCWork
 }
 
+/// A handler whose admission may refuse a request with a JSON-RPC error
+/// (unknown method, bad params) before any work starts.
+public protocol RefusingRPCHandler: RPCHandler {
+    /// Admits `request` as `admit` does, or throws the error its reply is.
+    func admitOrThrow(_ request: RPCRequest, context: RPCContext) async throws(RPCError) -> RPCWork
+}
+
+extension RefusingRPCHandler {
+    /// A refusal becomes work that throws it, so the reply is that error.
+    public func admit(_ request: RPCRequest, context: RPCContext) async -> RPCWork {
+        do {
+            return try await admitOrThrow(request, context: context)
+        } catch {
+            return { @Sendable in throw error }
+        }
+    }
+}
+
 /// Options of a connection (the server's command-line flags).
 public struct ConnectionOptions: Sendable {
     public var framing: FramingMode = .auto

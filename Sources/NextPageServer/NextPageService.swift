@@ -9,7 +9,7 @@ import NextPage
 /// Each method's order-sensitive part (taking a place in a collection's
 /// line, resetting, defining) runs in `admit`, in arrival order; the rest
 /// runs concurrently.
-public final class NextPageService: RPCHandler {
+public final class NextPageService: RefusingRPCHandler {
     public static let version = "0.1.0"
 
     let registry: Registry
@@ -69,15 +69,7 @@ public final class NextPageService: RPCHandler {
     /// `Schemas/openrpc.json`, compacted once so it fits on one NDJSON line.
     static let openRPCDocument = RawJSON(openRPCJSON)
 
-    public func admit(_ request: RPCRequest, context: RPCContext) async -> RPCWork {
-        do {
-            return try await admitOrThrow(request, context: context)
-        } catch {
-            return { @Sendable in throw error }
-        }
-    }
-
-    private func admitOrThrow(_ request: RPCRequest, context: RPCContext) async throws(RPCError) -> RPCWork {
+    public func admitOrThrow(_ request: RPCRequest, context: RPCContext) async throws(RPCError) -> RPCWork {
         switch request.method {
         case "initialize":
             let result = RawJSON.object([

@@ -72,7 +72,7 @@ final class CollectedErrorsTests: XCTestCase {
             XCTAssertEqual(error?.description, all.first)
             XCTAssertEqual(error?.suggestion, "pageSize")
         }
-        let wire = Wire.invalidDefinition(try DefinitionValidator(baseDirectory: dir).check(try JSON.parse(text), ignoring: ["name"]).errors[0])
+        let wire = Wire.invalidDefinition(DefinitionValidator(baseDirectory: dir).check(try JSON.parse(text), ignoring: ["name"]).errors[0])
         XCTAssertEqual(wire.code, -32004)
         XCTAssertEqual(wire.data?.description, #"{"field":"pagesize","expected":"no such field (known: concurrency, dedupe, incremental, maxEmptyPages, maxItems, onRepeatedCursor, pageSize, pageSizeParam, paging, prefetch, source)"}"#)
         XCTAssertTrue(wire.message.hasSuffix(#", got 3; did you mean "pageSize"?"#), wire.message)

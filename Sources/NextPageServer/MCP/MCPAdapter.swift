@@ -11,7 +11,7 @@ import NextPage
 ///
 /// Nothing here pages or keeps collections: it translates envelopes,
 /// errors and notifications, and nothing more.
-public final class MCPAdapter: RPCHandler {
+public final class MCPAdapter: RefusingRPCHandler {
     let service: NextPageService
     let session: MCPSession
     let tools: MCPToolCatalog
@@ -38,15 +38,7 @@ public final class MCPAdapter: RPCHandler {
     /// The tools of the embedded OpenRPC document, built once.
     static let catalog = MCPToolCatalog(openRPC: NextPageService.openRPCJSON)
 
-    public func admit(_ request: RPCRequest, context: RPCContext) async -> RPCWork {
-        do {
-            return try await admitOrThrow(request, context: context)
-        } catch {
-            return { @Sendable in throw error }
-        }
-    }
-
-    private func admitOrThrow(_ request: RPCRequest, context: RPCContext) async throws(RPCError) -> RPCWork {
+    public func admitOrThrow(_ request: RPCRequest, context: RPCContext) async throws(RPCError) -> RPCWork {
         let method = request.method
         if method.hasPrefix("notifications/") {
             // What a client tells (initialized, roots changed, ...): nothing to do.
