@@ -213,7 +213,7 @@ private struct Scanner {
     @inline(__always)
     func skipWhitespace(_ start: Int) -> Int {
         var i = start
-        while i < end, Byte.isWhitespace(base[i]) { i += 1 }
+        while i < end, Byte.isWhitespace(base[i]) { i &+= 1 }
         return i
     }
 
@@ -221,42 +221,63 @@ private struct Scanner {
     /// closing quote, and whether it holds a backslash.
     ///
     /// With `out`, the string, quotes included, is also copied there:
-    /// `text[start + k]` goes to `out[k]`. Words are copied whole, even past
-    /// the closing quote (what follows the string is written over them), so
-    /// `out` must have room for `end - start` bytes: what is left of the text.
+    /// `text[start + k]` goes to `out[k]`. Blocks of 16 (or 8) bytes are
+    /// copied whole, even past the closing quote (what follows the string is
+    /// written over them), so `out` must have room for `end - start` bytes:
+    /// what is left of the text.
     @inline(__always)
     func scanString(from start: Int, copyingTo out: UnsafeMutablePointer<UInt8>? = nil) -> (end: Int, escaped: Bool)? {
-        let to = out.map { $0 - start }
-        to?[start] = Byte.quote
-        var i = start + 1
+        let to = out.map { UnsafeMutableRawPointer($0 - start) }
+        to?.storeBytes(of: Byte.quote, toByteOffset: start, as: UInt8.self)
+        var i = start &+ 1
         var escaped = false
         let raw = UnsafeRawPointer(base)
         while true {
-            // Eight bytes at a time, straight to the first quote or backslash.
-            if i + 8 <= end {
-                let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                if let to { UnsafeMutableRawPointer(to + i).storeBytes(of: word, as: UInt64.self) }
-                let found = Self.quotesAndBackslashes(UInt64(littleEndian: word))
-                if found == 0 {
-                    i += 8
+            if i &+ 16 <= end {
+                // Sixteen bytes at a time, straight to the first quote or backslash.
+                let block = raw.loadUnaligned(fromByteOffset: i, as: SIMD16<UInt8>.self)
+                to?.storeBytes(of: block, toByteOffset: i, as: SIMD16<UInt8>.self)
+                // 0xFF at each quote or backslash; read as two little-endian
+                // words, the first byte of the block is the lowest.
+                let quotes = SIMD16<UInt8>(repeating: 0x22)
+                let backslashes = SIMD16<UInt8>(repeating: 0x5C)
+                let marked = SIMD16<UInt8>(repeating: 0).replacing(with: 0xFF, where: (block .== quotes) .| (block .== backslashes))
+                let words = unsafeBitCast(marked, to: SIMD2<UInt64>.self)
+                let low = UInt64(littleEndian: words[0])
+                let high = UInt64(littleEndian: words[1])
+                if low != 0 {
+                    i &+= low.trailingZeroBitCount &>> 3
+                } else if high != 0 {
+                    i &+= 8 &+ (high.trailingZeroBitCount &>> 3)
+                } else {
+                    i &+= 16
                     continue
                 }
-                i += found.trailingZeroBitCount >> 3
+            } else if i &+ 8 <= end {
+                // Near the end of the text, eight bytes at a time.
+                let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                to?.storeBytes(of: word, toByteOffset: i, as: UInt64.self)
+                let found = Self.quotesAndBackslashes(UInt64(littleEndian: word))
+                if found == 0 {
+                    i &+= 8
+                    continue
+                }
+                i &+= found.trailingZeroBitCount &>> 3
             } else {
                 guard i < end else { return nil }
                 let byte = base[i]
-                to?[i] = byte
+                to?.storeBytes(of: byte, toByteOffset: i, as: UInt8.self)
                 if byte != Byte.quote && byte != Byte.backslash {
-                    i += 1
+                    i &+= 1
                     continue
                 }
             }
             // `base[i]`, a quote or a backslash, has been copied.
-            if base[i] == Byte.quote { return (i + 1, escaped) }
-            guard i + 1 < end else { return nil }
-            to?[i + 1] = base[i + 1]
+            if base[i] == Byte.quote { return (i &+ 1, escaped) }
+            guard i &+ 1 < end else { return nil }
+            to?.storeBytes(of: base[i &+ 1], toByteOffset: i &+ 1, as: UInt8.self)
             escaped = true
-            i += 2
+            i &+= 2
         }
     }
 
@@ -354,7 +375,7 @@ private struct Scanner {
                 case Byte.quote:
                     // Compacting never writes ahead of reading (`n <= i - start`).
                     guard let stringEnd = scanString(from: i, copyingTo: o + n)?.end else { break scan }
-                    n += stringEnd - i
+                    n &+= stringEnd &- i
                     i = stringEnd
                     last = Byte.quote
                     if level == 0 { result = i; break scan }
@@ -391,14 +412,21 @@ private struct Scanner {
                     }
                 case Byte.comma:
                     o[n] = byte
-                    n += 1
+                    n &+= 1
                     if level == 0 { break scan }
                     if wantsStarts && level == 1 { found.begin(at: n) }
+                    // Whitespace after a comma or colon glues nothing: skipped here.
+                    i = skipWhitespace(i &+ 1)
+                    last = byte
+                    continue
                 case Byte.colon:
                     guard level > 0 else { break scan }
                     found.members &+= 1
                     o[n] = byte
-                    n += 1
+                    n &+= 1
+                    i = skipWhitespace(i &+ 1)
+                    last = byte
+                    continue
                 default:
                     // Outside strings only numbers and literals are left. Any
                     // other byte is not ours to vouch for: jansson skips a NUL

@@ -31,7 +31,8 @@ typedef struct np_chunk {
     _Alignas(16) unsigned char data[];
 } np_chunk;
 
-/* Precedes every block: the chunk it was carved from, or NULL for malloc. */
+/* Precedes every block but a scratch scope's: the chunk it was carved
+ * from, or NULL for malloc. */
 typedef struct {
     np_chunk *chunk;
     size_t reserved;
@@ -74,7 +75,9 @@ static void np_retire(np_chunk *chunk) {
     if (atomic_fetch_add_explicit(&chunk->remote, delta, memory_order_acq_rel) + delta == 0) free(chunk);
 }
 
-static void *np_malloc(size_t size) {
+/* A block with a header, from the current chunk inside an arena scope,
+ * else from malloc. */
+__attribute__((noinline)) static void *np_malloc_headed(size_t size) {
     if (atomic_load_explicit(&np_counting, memory_order_relaxed)) atomic_fetch_add_explicit(&np_live, 1, memory_order_relaxed);
     size_t need = (size + sizeof(np_header) + 15) & ~(size_t)15;
 #ifndef NP_ARENA_DISABLED
@@ -85,17 +88,8 @@ static void *np_malloc(size_t size) {
             size_t wanted = chunk ? chunk->capacity * 2 : np_min_chunk;
             np_chunk *fresh = np_new_chunk(wanted > need ? wanted : need);
             if (fresh) {
-                if (chunk && np_scratch) {
-                    chunk->next_full = np_scratch_full;
-                    np_scratch_full = chunk;
-                } else if (chunk) {
-                    np_retire(chunk);
-                }
+                if (chunk) np_retire(chunk);
                 np_current = chunk = fresh;
-            } else if (np_scratch) {
-                /* A block from malloc would outlive the scratch scope's drop. */
-                if (atomic_load_explicit(&np_counting, memory_order_relaxed)) atomic_fetch_sub_explicit(&np_live, 1, memory_order_relaxed);
-                return NULL;
             } else {
                 chunk = NULL;
             }
@@ -115,8 +109,7 @@ static void *np_malloc(size_t size) {
     return header + 1;
 }
 
-static void np_free(void *pointer) {
-    if (!pointer) return;
+__attribute__((noinline)) static void np_free_headed(void *pointer) {
     if (atomic_load_explicit(&np_counting, memory_order_relaxed)) atomic_fetch_sub_explicit(&np_live, 1, memory_order_relaxed);
     np_header *header = (np_header *)pointer - 1;
     np_chunk *chunk = header->chunk;
@@ -127,6 +120,68 @@ static void np_free(void *pointer) {
     } else if (atomic_fetch_sub_explicit(&chunk->remote, 1, memory_order_acq_rel) == 1) {
         free(chunk);
     }
+}
+
+#ifndef NP_ARENA_DISABLED
+/* Inside a scratch scope: the current chunk is full; carve `need` bytes
+ * from a fresh one, keeping the full one until the scope ends. */
+__attribute__((noinline)) static void *np_scratch_grow(size_t need) {
+    np_chunk *chunk = np_current;
+    size_t wanted = chunk ? chunk->capacity * 2 : np_min_chunk;
+    np_chunk *fresh = np_new_chunk(wanted > need ? wanted : need);
+    /* A block from malloc would outlive the scope's drop. */
+    if (!fresh) return NULL;
+    if (chunk) {
+        chunk->next_full = np_scratch_full;
+        np_scratch_full = chunk;
+    }
+    np_current = fresh;
+    fresh->used = need;
+    return fresh->data;
+}
+
+/* Whether `pointer` was carved in this thread's scratch scope. */
+static inline int np_in_chunk(const np_chunk *chunk, const void *pointer) {
+    return (uintptr_t)pointer - (uintptr_t)chunk->data < chunk->used;
+}
+
+__attribute__((noinline)) static int np_in_scratch_full(const void *pointer) {
+    for (const np_chunk *chunk = np_scratch_full; chunk; chunk = chunk->next_full)
+        if (np_in_chunk(chunk, pointer)) return 1;
+    return 0;
+}
+#endif
+
+/* Inside a scratch scope blocks are carved without a header and never
+ * counted: each ends with the scope, so freeing one costs nothing, and
+ * the block is told from others by its address (the scope's chunks hold
+ * only its own blocks). Elsewhere every block carries its header. */
+static void *np_malloc(size_t size) {
+#ifndef NP_ARENA_DISABLED
+    if (np_scratch) {
+        size_t need = (size + 15) & ~(size_t)15;
+        np_chunk *chunk = np_current;
+        if (chunk && chunk->capacity - chunk->used >= need) {
+            void *block = chunk->data + chunk->used;
+            chunk->used += need;
+            return block;
+        }
+        return np_scratch_grow(need);
+    }
+#endif
+    return np_malloc_headed(size);
+}
+
+static void np_free(void *pointer) {
+    if (!pointer) return;
+#ifndef NP_ARENA_DISABLED
+    if (np_scratch) {
+        np_chunk *chunk = np_current;
+        if (chunk && np_in_chunk(chunk, pointer)) return;
+        if (np_scratch_full && np_in_scratch_full(pointer)) return;
+    }
+#endif
+    np_free_headed(pointer);
 }
 
 /* Blocks of a chunk carved and not freed: the owner's count and the
@@ -168,8 +223,13 @@ int np_scratch_begin(void) {
     return 0;
 #else
     if (np_depth > 0) return 0;
-    /* At depth 0 the current chunk, if any, holds no live block (see
-     * np_arena_end): everything carved from now on belongs to the scope. */
+    /* At depth 0 the current chunk, if any, holds no live block and has
+     * been emptied (see np_arena_end): everything carved from now on belongs
+     * to the scope, and its blocks are told by their address. */
+    if (np_current && np_current->used != 0) {
+        np_retire(np_current);
+        np_current = NULL;
+    }
     np_depth = 1;
     np_scratch = 1;
     np_scratch_full = NULL;
@@ -180,18 +240,15 @@ int np_scratch_begin(void) {
 void np_scratch_end(void) {
 #ifndef NP_ARENA_DISABLED
     if (!np_scratch) return;
-    long dropped = 0;
     np_chunk *chunk = np_scratch_full;
     while (chunk) {
         np_chunk *next = chunk->next_full;
-        dropped += np_chunk_live(chunk);
         free(chunk);
         chunk = next;
     }
     np_scratch_full = NULL;
     chunk = np_current;
     if (chunk) {
-        dropped += np_chunk_live(chunk);
         if (chunk->capacity <= np_keep_chunk) {
             np_chunk_reuse(chunk);
         } else {
@@ -199,7 +256,6 @@ void np_scratch_end(void) {
             free(chunk);
         }
     }
-    if (atomic_load_explicit(&np_counting, memory_order_relaxed)) atomic_fetch_sub_explicit(&np_live, dropped, memory_order_relaxed);
     np_scratch = 0;
     np_depth = 0;
 #endif

@@ -103,9 +103,10 @@ final class JSONScannerTests: XCTestCase {
     }
 
     func testStringsOfEveryLengthWithEscapesAnywhereAreCopiedWhole() throws {
-        // Strings are copied a word at a time: every length around a word, an
+        // Strings are copied sixteen bytes at a time (eight, then one by one,
+        // near the end of the text): every length around two blocks, an
         // escape at every place in it, and the text ending right after it.
-        for length in 0..<20 {
+        for length in 0..<40 {
             for escapeAt in [-1] + Array(0..<length) {
                 var body = String(repeating: "x", count: length)
                 if escapeAt >= 0 {
@@ -125,14 +126,15 @@ final class JSONScannerTests: XCTestCase {
     }
 
     func testTwoEscapesAnywhereAtAnyAlignmentWithTextAfterTheString() throws {
-        // Words are read eight bytes at a time from wherever a string starts:
-        // shift the string through every alignment, put two escapes (an
-        // escaped backslash right before the closing quote among them) at
-        // every pair of places, and follow it with more text to copy.
+        // Blocks are read sixteen bytes at a time from wherever a string
+        // starts: shift the string through every alignment, put two escapes
+        // (an escaped backslash right before the closing quote among them) at
+        // every pair of places within and beyond the first block, and follow
+        // it with more text to copy.
         let escapes = [#"\\"#, #"\""#, #"\u00e9"#, #"\n"#]
         for shift in 0..<8 {
             let padding = String(repeating: " ", count: shift)
-            for length in 0..<14 {
+            for length in 0..<20 {
                 for first in 0...length {
                     for second in first...length {
                         for (a, b) in [(0, 1), (1, 0), (2, 3), (0, 0)] {

@@ -5,7 +5,8 @@
  * jansson's allocator for nextpage.
  *
  * Every block jansson allocates carries a 16-byte header naming where it
- * came from: the C heap, or an arena chunk. Inside an arena scope (opened by
+ * came from: the C heap, or an arena chunk; only blocks carved inside a
+ * scratch scope (below) have none. Inside an arena scope (opened by
  * the thread that parses a page, closed when the page's tree has been
  * released) blocks are carved from a per-thread chunk and freeing them only
  * counts them down, so building and dropping a page's tree costs no malloc
@@ -32,6 +33,10 @@ void np_arena_end(void);
 
 /* Opens a scratch scope on this thread: an arena scope whose blocks are
  * all dropped at once by np_scratch_end, without being freed one by one.
+ * Its blocks are carved without a header, one after the other, and freeing
+ * one does nothing (a block is known to be the scope's by its address);
+ * they are not counted by np_alloc_live_blocks, since none outlives the
+ * scope. Blocks from elsewhere freed inside the scope are freed as usual.
  * Nothing carved inside may be used or released after the scope ends.
  * Returns 0, opening nothing, when a scope is already open on this thread
  * or arenas are disabled in this build: the caller then releases what it
