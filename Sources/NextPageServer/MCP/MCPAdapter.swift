@@ -14,7 +14,6 @@ import NextPage
 public final class MCPAdapter: RefusingRPCHandler {
     let service: NextPageService
     let session: MCPSession
-    let tools: MCPToolCatalog
     /// Whether the `define` tool is offered (`--allow-define`).
     let allowsDefine: Bool
     let logger: Logger
@@ -30,13 +29,17 @@ public final class MCPAdapter: RefusingRPCHandler {
     public init(service: NextPageService, mcp: Bool = false, allowDefine: Bool = false, logger: Logger) {
         self.service = service
         self.session = MCPSession(mcp: mcp)
-        self.tools = Self.catalog
         self.allowsDefine = allowDefine
         self.logger = logger
     }
 
-    /// The tools of the embedded OpenRPC document, built once.
+    /// The tools of the embedded OpenRPC document, built once, when an MCP
+    /// request first needs them (a peer that never speaks MCP never pays for
+    /// parsing the document and building the tools).
     static let catalog = MCPToolCatalog(openRPC: NextPageService.openRPCJSON)
+
+    /// The tools offered, from `catalog`.
+    var tools: MCPToolCatalog { Self.catalog }
 
     public func admitOrThrow(_ request: RPCRequest, context: RPCContext) async throws(RPCError) -> RPCWork {
         let method = request.method
