@@ -21,10 +21,20 @@ public protocol Request: Sendable {
     ///
     /// The default implementation returns `nil`.
     var incrementalQuery: (name: String, value: String)? { get }
+    /// Whether items' ids must be read (for `dedupe`).
+    ///
+    /// The default implementation returns `false`.
+    var wantsIds: Bool { get }
+    /// Pointer into each item to its incremental value, when those are read.
+    ///
+    /// The default implementation returns `nil`.
+    var incrementalPointer: String? { get }
 }
 
 extension Request {
     public var incrementalQuery: (name: String, value: String)? { nil }
+    public var wantsIds: Bool { false }
+    public var incrementalPointer: String? { nil }
 }
 
 /// The request a collection makes for each page.

@@ -63,8 +63,8 @@ public struct UpstreamPage: JSONDecodable {
     static let maxDepth = 2048
 
     public static func decode<R: Request>(_ response: UpstreamResponse, for request: R) throws -> UpstreamPage {
-        let wantsIds = (request as? PageRequest)?.wantsIds ?? false
-        let markPointer = (request as? PageRequest)?.incrementalPointer
+        let wantsIds = request.wantsIds
+        let markPointer = request.incrementalPointer
         if let page = decodeScanned(response, paging: request.paging, wantsIds: wantsIds, markPointer: markPointer) { return page }
         return try decodeWhole(response.body, headers: response.headers, paging: request.paging, wantsIds: wantsIds, markPointer: markPointer)
     }
