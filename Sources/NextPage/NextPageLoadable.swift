@@ -565,12 +565,13 @@ extension NextPageLoadable {
                 deliver(id, .failure(LoadError.cancelled))
                 continue
             }
-            guard nextPageState.hasNext else {
-                deliver(id, .success(PageResult(items: PageItems(), page: nextPageState.pages, state: nextPageState, landed: false)))
+            let state = nextPageState
+            guard state.hasNext else {
+                deliver(id, .success(PageResult(items: PageItems(), page: state.pages, state: state, landed: false)))
                 continue
             }
-            let isFirstPage = nextPageState.pages == 0 && nextPageState.lastId == nil
-            let cursor = isFirstPage ? firstCursor() : nextPageState.lastId
+            let isFirstPage = state.pages == 0 && state.lastId == nil
+            let cursor = isFirstPage ? firstCursor() : state.lastId
             loadQueue.serving = LoadQueue.Serving(call: id, cursor: cursor, isFirstPage: isFirstPage)
             // The page may have been fetched ahead already; otherwise fetch it now.
             let fetchedAhead = loadQueue.fetches.first.map { $0.cursor == cursor && $0.isFirstPage == isFirstPage } ?? false
@@ -721,14 +722,15 @@ extension NextPageLoadable {
             loadQueue.landedCursors.insert(cursor.hashValue)
         }
         let delivered = didLoad(page)
-        nextPageState.update(hasNext: hasNext, lastId: hasNext ? page.next : nil, added: delivered.count)
+        let lastId = hasNext ? page.next : nil
+        nextPageState.update(hasNext: hasNext, lastId: lastId, added: delivered.count)
         nextPageState.lastError = stopReason
         loadQueue.landedAhead = hasNext ? page.ahead : nil
         loadQueue.aheadFailed = false
         // Pages fetched ahead must continue from where this one left off,
         // with the items before them they were fetched for.
         if let first = loadQueue.fetches.first {
-            if !(hasNext && first.cursor == nextPageState.lastId && !first.isFirstPage) {
+            if !(hasNext && first.cursor == lastId && !first.isFirstPage) {
                 cancelFetches()
             } else if first.loadedBefore != loadQueue.received {
                 correct(0, loadedBefore: loadQueue.received)
@@ -738,7 +740,7 @@ extension NextPageLoadable {
         // The state a caller sees is that of its own page: others may land before it reads it.
         var state = nextPageState
         state.isLoading = loadQueue.waiting > 0
-        return PageResult(items: delivered, page: nextPageState.pages, state: state, stopReason: stopReason)
+        return PageResult(items: delivered, page: state.pages, state: state, stopReason: stopReason)
     }
 
     // MARK: Fetching
@@ -856,12 +858,14 @@ extension NextPageLoadable {
     /// landed last), directly (its `next`) or from the pages known ahead of
     /// it when the policy fans out.
     private func nextPageAhead(_ policy: ReadAhead) -> (Cursor, LoadedBefore)? {
-        guard !loadQueue.aheadFailed else { return nil }
-        let fetches = loadQueue.fetches
+        // One read of the queue (a class) and of the state, not one per use.
+        let queue = loadQueue
+        guard !queue.aheadFailed else { return nil }
+        let fetches = queue.fetches
         // The pages calls will ask for: the one being loaded, those of the
         // calls in line, and those that calls will ask for beyond them.
-        let beyond = loadQueue.streaming > 0 ? Int.max / 4 : loadQueue.streamingPages
-        let wanted = (loadQueue.serving == nil ? 0 : 1) + loadQueue.waiting + beyond
+        let beyond = queue.streaming > 0 ? Int.max / 4 : queue.streamingPages
+        let wanted = (queue.serving == nil ? 0 : 1) + queue.waiting + beyond
         var allowed = policy.afterDelivery
         if policy.whileChecking > 0 {
             allowed = max(allowed, min(wanted, 1 + policy.whileChecking))
@@ -869,6 +873,7 @@ extension NextPageLoadable {
         let fansOut = policy.fanOut > 1 && wanted > 0
         if fansOut { allowed = max(allowed, min(wanted, policy.fanOut)) }
         guard fetches.count < allowed else { return nil }
+        let state = nextPageState
 
         var anchorIndex = fetches.count - 1
         while anchorIndex >= 0 && fetches[anchorIndex].head == nil { anchorIndex -= 1 }
@@ -879,20 +884,20 @@ extension NextPageLoadable {
         } else {
             // Only right after a page landed: never for a fresh collection, nor
             // after a call failed or gave up (its page is asked for again).
-            guard loadQueue.lastCallLanded, nextPageState.hasNext, let lastId = nextPageState.lastId else { return nil }
+            guard queue.lastCallLanded, state.hasNext, let lastId = state.lastId else { return nil }
             anchor = Anchor(
-                cursor: nil, head: LoadQueue.Head(next: lastId, hasNext: true, itemCount: 0, ahead: loadQueue.landedAhead),
-                loadedAfter: loadQueue.received)
+                cursor: nil, head: LoadQueue.Head(next: lastId, hasNext: true, itemCount: 0, ahead: queue.landedAhead),
+                loadedAfter: queue.received)
         }
         let position = fetches.count - anchorIndex - 1
         // Beyond the anchor's next page only when fanning out.
         guard position == 0 || fansOut, case .page(let cursor, let loadedBefore) = anchor.forecast(position) else { return nil }
         let page = (cursor: cursor, loadedBefore: loadedBefore)
         // Never a cursor fetched before: landing that page would stop the collection.
-        guard page.cursor != anchor.cursor, !loadQueue.landedCursors.contains(page.cursor.hashValue),
+        guard page.cursor != anchor.cursor, !queue.landedCursors.contains(page.cursor.hashValue),
               !fetches.contains(where: { $0.cursor == page.cursor }) else { return nil }
         // Landing that page would stop the collection: nothing after it is asked for.
-        var streak = nextPageState.emptyPages
+        var streak = state.emptyPages
         for fetch in fetches {
             // A page fetched on a forecast is expected to be full.
             streak = fetch.head.map { $0.itemCount == 0 && $0.hasNext } ?? false ? streak + 1 : 0
