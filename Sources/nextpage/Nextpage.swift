@@ -118,7 +118,7 @@ struct MCP: AsyncParsableCommand {
 }
 
 /// The options of `serve` and `mcp`.
-struct ServeOptions: ParsableArguments {
+struct ServeOptions: ParsableArguments, UpstreamFlags {
     @Option(help: "Config file defining the collections (default: ./nextpage.json when it exists, else the built-in demo).")
     var config: String?
 
@@ -173,26 +173,7 @@ struct ServeOptions: ParsableArguments {
         guard maxMessageBytes > 0 else { throw ValidationError("--max-message-bytes must be positive") }
         guard !drainTimeout.isNaN else { throw ValidationError("--drain-timeout must be a number of seconds") }
         guard drainTimeout >= 0 else { throw ValidationError("--drain-timeout must not be negative") }
-        if recordUpstream != nil && replayUpstream != nil {
-            throw ValidationError("--record-upstream and --replay-upstream cannot be used together")
-        }
-        if let directory = recordUpstream {
-            guard !directory.isEmpty, makeDirectories(directory) else {
-                throw ValidationError("--record-upstream: cannot create the directory '\(directory)'")
-            }
-        }
-        if let directory = replayUpstream {
-            guard !directory.isEmpty, isDirectory(directory) else {
-                throw ValidationError("--replay-upstream: '\(directory)' is not a directory")
-            }
-        }
-    }
-
-    /// How `http` sources reach upstream, from the two flags.
-    var upstream: UpstreamMode {
-        if let directory = recordUpstream { return .record(directory: directory) }
-        if let directory = replayUpstream { return .replay(directory: directory) }
-        return .live
+        try validateUpstream()
     }
 
     /// Runs the server; `mcp`: the peer speaks MCP from its first message.

@@ -29,7 +29,7 @@ enum ShellExit {
 }
 
 /// Options every shell command shares with `serve`.
-struct SessionOptions: ParsableArguments {
+struct SessionOptions: ParsableArguments, UpstreamFlags {
     @Option(help: "Config file defining the collections (default: ./nextpage.json when it exists, else the built-in demo).")
     var config: String?
 
@@ -50,24 +50,7 @@ struct SessionOptions: ParsableArguments {
     var logLevel: Logger.Level = .warning
 
     func validate() throws {
-        if recordUpstream != nil && replayUpstream != nil {
-            throw ValidationError("--record-upstream and --replay-upstream cannot be used together")
-        }
-        if let directory = replayUpstream, directory.isEmpty || !isDirectory(directory) {
-            throw ValidationError("--replay-upstream: '\(directory)' is not a directory")
-        }
-        if let directory = recordUpstream {
-            guard !directory.isEmpty, makeDirectories(directory) else {
-                throw ValidationError("--record-upstream: cannot create the directory '\(directory)'")
-            }
-        }
-    }
-
-    /// How `http` sources reach upstream, from the two flags.
-    var upstream: UpstreamMode {
-        if let directory = recordUpstream { return .record(directory: directory) }
-        if let directory = replayUpstream { return .replay(directory: directory) }
-        return .live
+        try validateUpstream()
     }
 
     /// Opens the collections and the state file; exits 2 or 3 with a message
