@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import NextPageNotFound, NotNextPage, RPCError, error_for_reply
 
@@ -56,6 +56,22 @@ def notification(method: str, params: Optional[Dict[str, Any]]) -> bytes:
 
 def cancel(request_id: int) -> bytes:
     return notification("$/cancelRequest", {"id": request_id})
+
+
+def load_all_listeners(
+    on: Callable[[str, Callable[[Dict[str, Any]], Any]], Callable[[], None]], collection: str, token: Optional[str],
+    on_page: Optional[Callable[[Any], None]], on_progress: Optional[Callable[[Any], None]],
+) -> List[Callable[[], None]]:
+    """Registers ``load_all``'s callbacks through a client's ``on``: ``on_page``
+    for the collection's ``page`` notifications, ``on_progress`` for the
+    ``$/progress`` values that carry ``token``. Returns the functions that
+    remove them."""
+    removers = []
+    if on_page:
+        removers.append(on("page", lambda params: params.get("collection") == collection and on_page(params)))
+    if on_progress:
+        removers.append(on("$/progress", lambda params: params.get("token") == token and on_progress(params["value"])))
+    return removers
 
 
 #: What one line from the server is: ("reply", id, result, error) or ("notification", method, params).

@@ -183,11 +183,7 @@ class AsyncNextPage:
         """Pages to the end (or a limit) in one call; ``on_page`` gets each page as it
         lands, ``on_progress`` each ``$/progress`` value."""
         token = f"python-{next(self._progress_tokens)}" if on_progress else None
-        removers = []
-        if on_page:
-            removers.append(self.on("page", lambda params: params.get("collection") == collection and on_page(params)))
-        if on_progress:
-            removers.append(self.on("$/progress", lambda params: params.get("token") == token and on_progress(params["value"])))
+        removers = protocol.load_all_listeners(self.on, collection, token, on_page, on_progress)
         try:
             params = protocol.collection_params(collection, maxItems=max_items, maxPages=max_pages, progressToken=token)
             return await self.call("loadAll", params, timeout=timeout)
