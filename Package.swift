@@ -47,6 +47,8 @@ let package = Package(
         .target(name: "JanssonArena", dependencies: ["CJansson"]),
         .target(name: "Jansson", dependencies: ["CJansson", "JanssonArena"]),
         .target(name: "JSONRPC", dependencies: ["Jansson"]),
+        // Starts a child process with its stdin, stdout and stderr as pipes (replay and NextPageClient).
+        .target(name: "ChildProcess"),
         // Schemas/*.json, compiled in as byte arrays (no resource bundle to install beside the binary).
         .target(
             name: "NextPageSchemas", path: "Schemas", sources: ["EmbeddedSchemas.swift"],
@@ -68,7 +70,7 @@ let package = Package(
         .target(
             name: "NextPageServer",
             dependencies: [
-                "NextPage", "JSONRPC", "Jansson", "NextPageSchemas",
+                "NextPage", "JSONRPC", "Jansson", "NextPageSchemas", "ChildProcess",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -81,8 +83,8 @@ let package = Package(
             ],
             linkerSettings: allocator + staticLinking
         ),
-        // Spawns nextpage and speaks JSON-RPC to it; needs only jansson, not the server's modules.
-        .target(name: "NextPageClient", dependencies: ["Jansson"]),
+        // Spawns nextpage and speaks JSON-RPC to it; needs only jansson and ChildProcess, not the server's modules.
+        .target(name: "NextPageClient", dependencies: ["Jansson", "ChildProcess"]),
         .testTarget(name: "JanssonTests", dependencies: ["Jansson"]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "Jansson"]),
         .testTarget(

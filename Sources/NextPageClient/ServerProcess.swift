@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ChildProcess
 import Dispatch
 
 /// A spawned nextpage: its pid, the pipe ends this side keeps, and the last
@@ -33,49 +34,23 @@ final class ServerProcess: Sendable {
         stderrHandler: (@Sendable (String) -> Void)?
     ) throws(NextPageClientError) {
         ignoreSIGPIPE()
-        var toServer: [Int32] = [-1, -1], fromServer: [Int32] = [-1, -1], errors: [Int32] = [-1, -1]
-        guard makePipe(&toServer), makePipe(&fromServer), makePipe(&errors) else {
-            for fd in toServer + fromServer + errors where fd >= 0 { close(fd) }
-            throw .executableNotFound("cannot make pipes: \(String(cString: strerror(errno)))")
-        }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, toServer[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, fromServer[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
-        if let currentDirectory, let addChdir = spawnAddChdir {
-            _ = currentDirectory.withCString { addChdir(&actions, $0) }
-        }
-        let argv = [executable] + arguments
-        var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        let cEnvironment: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
-        defer {
-            for pointer in cArguments { free(pointer) }
-            for pointer in cEnvironment ?? [] { free(pointer) }
-        }
-        var pid: pid_t = 0
-        let result: Int32
-        if var cEnvironment = cEnvironment {
-            result = posix_spawnp(&pid, executable, &actions, nil, &cArguments, &cEnvironment)
-        } else {
-            result = posix_spawnp(&pid, executable, &actions, nil, &cArguments, environ)
-        }
-        close(toServer[0])
-        close(fromServer[1])
-        close(errors[1])
-        guard result == 0 else {
-            close(toServer[1])
-            close(fromServer[0])
-            close(errors[0])
+        let child: PipedChild
+        do {
+            child = try PipedChild.spawn(
+                executable: executable, arguments: arguments, environment: environment,
+                directory: PipedChild.canChangeDirectory ? currentDirectory : nil, searchPath: true)
+        } catch .pipes(let code) {
+            throw .executableNotFound("cannot make pipes: \(String(cString: strerror(code)))")
+        } catch {
+            let code: Int32 = if case .spawn(let code) = error { code } else { ENOSYS }
             throw .executableNotFound(executable.contains("/")
-                ? "'\(executable)' cannot be run: \(String(cString: strerror(result)))"
+                ? "'\(executable)' cannot be run: \(String(cString: strerror(code)))"
                 : "no '\(executable)' on PATH; install nextpage (its README, \"Install\"), set $NEXTPAGE, or pass the path")
         }
-        self.pid = pid
-        self.input = toServer[1]
-        self.output = fromServer[0]
-        let stderrFD = errors[0]
+        self.pid = child.pid
+        self.input = child.input
+        self.output = child.output
+        let stderrFD = child.errors
         startThread { [self] in drainStderr(stderrFD, handler: stderrHandler) }
     }
 
@@ -141,19 +116,6 @@ private func ignoreSIGPIPE() {
     _ = ignoredSIGPIPE
 }
 private let ignoredSIGPIPE: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
-
-/// A pipe whose ends are close-on-exec (the server gets only what is dup2'ed to 0, 1, 2).
-private func makePipe(_ fds: inout [Int32]) -> Bool {
-    guard pipe(&fds) == 0 else { return false }
-    for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-    return true
-}
-
-/// glibc's posix_spawn_file_actions_addchdir_np (a GNU extension Swift does not import).
-private let spawnAddChdir: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32)? = {
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np") else { return nil }
-    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32).self)
-}()
 
 /// Starts a detached POSIX thread running `body` (blocking reads stay off the concurrency pool).
 func startThread(_ body: @escaping @Sendable () -> Void) {

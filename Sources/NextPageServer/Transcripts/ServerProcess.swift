@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ChildProcess
 import Jansson
 import JSONRPC
 
@@ -35,39 +36,25 @@ final class ServerProcess: @unchecked Sendable {
 
     /// Starts `executable` with `arguments` in `directory`; messages are read with `framing`.
     init(executable: String, arguments: [String], directory: String, framing: Framing) throws(TranscriptError) {
-        func failure(_ what: String, _ code: Int32 = errno) -> TranscriptError {
+        func failure(_ what: String, _ code: Int32) -> TranscriptError {
             TranscriptError(path: executable, reason: "\(what): \(String(cString: strerror(code)))")
         }
-        guard let addchdir = spawnAddChdir else {
+        guard PipedChild.canChangeDirectory else {
             throw TranscriptError(path: executable, reason: "posix_spawn_file_actions_addchdir_np is not available")
         }
         signal(SIGPIPE, SIG_IGN)
-        var input: [Int32] = [-1, -1]
-        var output: [Int32] = [-1, -1]
-        var errors: [Int32] = [-1, -1]
-        guard makePipe(&input), makePipe(&output), makePipe(&errors) else { throw failure("pipe") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
-        _ = addchdir(&actions, directory)
-        let argv = [executable] + arguments
-        var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) }
-        cArguments.append(nil)
-        defer { for argument in cArguments { free(argument) } }
-        var spawned: pid_t = 0
-        let rc = posix_spawn(&spawned, executable, &actions, nil, cArguments, environ)
-        for fd in [input[0], output[1], errors[1]] { close(fd) }
-        guard rc == 0 else {
-            for fd in [input[1], output[0], errors[0]] { close(fd) }
-            throw failure("cannot start", rc)
+        let child: PipedChild
+        do {
+            child = try PipedChild.spawn(executable: executable, arguments: arguments, directory: directory, searchPath: false)
+        } catch .pipes(let code) {
+            throw failure("pipe", code)
+        } catch {
+            throw failure("cannot start", { if case .spawn(let code) = error { code } else { ENOSYS } }())
         }
-        pid = spawned
-        stdinFD = input[1]
-        let stdoutFD = output[0]
-        let stderrFD = errors[0]
+        pid = child.pid
+        stdinFD = child.input
+        let stdoutFD = child.output
+        let stderrFD = child.errors
         startThread { [self] in readOutput(stdoutFD, framing: framing) }
         startThread { [self] in readErrors(stderrFD) }
         startThread { [self] in reap() }
@@ -205,16 +192,3 @@ final class ServerProcess: @unchecked Sendable {
         return bytes.count > 200 ? text + "…" : text
     }
 }
-
-/// A pipe whose ends are close-on-exec (the child gets only what is dup2'ed to 0, 1, 2).
-private func makePipe(_ fds: inout [Int32]) -> Bool {
-    guard pipe(&fds) == 0 else { return false }
-    for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-    return true
-}
-
-/// glibc's posix_spawn_file_actions_addchdir_np (a GNU extension Swift does not import).
-private let spawnAddChdir: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32)? = {
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np") else { return nil }
-    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32).self)
-}()
