@@ -29,11 +29,11 @@ public struct LoadedPage: Sendable {
     /// and the items when jansson reads them differently from the bytes
     /// (repeated keys). `next`, `hasNext` and the number of items are final
     /// already, so the next page may be fetched while these run.
-    public var pendingCheck: (@Sendable () throws -> PageCheck.Outcome)?
+    public var pendingCheck: (@Sendable () async throws -> PageCheck.Outcome)?
 
     public init(
         items: PageItems, ids: [Cursor?] = [], next: Cursor?, hasNext: Bool,
-        pendingCheck: (@Sendable () throws -> PageCheck.Outcome)? = nil
+        pendingCheck: (@Sendable () async throws -> PageCheck.Outcome)? = nil
     ) {
         self.items = items
         self.ids = ids
@@ -57,10 +57,10 @@ public struct LoadedPage: Sendable {
     }
 
     /// Runs the pending checks; afterwards the page may land.
-    public mutating func completeChecks() throws {
+    public mutating func completeChecks() async throws {
         guard let check = pendingCheck else { return }
         pendingCheck = nil
-        let outcome = try check()
+        let outcome = try await check()
         if !outcome.ids.isEmpty { ids = outcome.ids }
         if !outcome.marks.isEmpty { marks = outcome.marks }
         if let replaced = outcome.items { items = replaced }
@@ -762,7 +762,7 @@ extension NextPageLoadable {
                         next: page.next, hasNext: page.hasNext, itemCount: page.items.count, ahead: page.ahead, reread: page.reread))
                 }
                 if Task.isCancelled { throw LoadError.cancelled }
-                try page.completeChecks()
+                try await page.completeChecks()
                 result = .success(page)
             } catch {
                 result = .failure(error)

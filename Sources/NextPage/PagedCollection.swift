@@ -112,7 +112,7 @@ public actor PagedCollection: NextPageLoadable {
             }
         }
         if let check = page.pendingCheck {
-            loaded.pendingCheck = { try check.run() }
+            loaded.pendingCheck = { try await check.runGivingWay() }
         }
         return loaded
     }

@@ -286,38 +286,76 @@ public struct PageCheck: Sendable {
     /// wrapped in brackets, parses as an array of that many items: items
     /// are whole values separated at the array's own commas.
     public func run() throws -> Outcome {
+        var pass = Pass(self)
+        while !pass.isDone {
+            if let whole = try pass.checkNextRun() { return whole }
+        }
+        return try pass.outcome()
+    }
+
+    /// `run()`, giving way to other tasks between runs: a thread held by
+    /// one large page's check for milliseconds would otherwise keep the
+    /// fetches started meanwhile from even sending their requests (Swift's
+    /// concurrency pool has as many threads as cores, and checks can fill
+    /// them all). A page of one run never waits.
+    public func runGivingWay() async throws -> Outcome {
+        var pass = Pass(self)
+        while true {
+            if let whole = try pass.checkNextRun() { return whole }
+            if pass.isDone { break }
+            await Task.yield()
+        }
+        return try pass.outcome()
+    }
+
+    /// One check in progress: the runs checked so far and what they gave.
+    private struct Pass {
+        let check: PageCheck
+        var first = 0
         var ids: [Cursor?] = []
-        if idPointer != nil { ids.reserveCapacity(items.count) }
         var marks: [IncrementalValue?] = []
-        if markPointer != nil { marks.reserveCapacity(items.count) }
-        // An id of the wrong kind is reported once every run is known to be
-        // JSON, as when the page is parsed whole.
+        /// An id of the wrong kind is reported once every run is known to be
+        /// JSON, as when the page is parsed whole.
         var idFailure: LoadError?
         var run: [UInt8] = []
-        var first = 0
-        while first < items.count {
+
+        init(_ check: PageCheck) {
+            self.check = check
+            if check.idPointer != nil { ids.reserveCapacity(check.items.count) }
+            if check.markPointer != nil { marks.reserveCapacity(check.items.count) }
+        }
+
+        var isDone: Bool { first >= check.items.count }
+
+        /// Checks the next run of about `runBytes`; returns what reading the
+        /// whole page gives when the run is not JSON (or repeats a key).
+        mutating func checkNextRun() throws -> Outcome? {
+            let items = check.items
+            guard first < items.count else { return nil }
             let start = items.span(first).lowerBound
             var end = first + 1
-            while end < items.count && items.span(end).upperBound - start <= Self.runBytes { end += 1 }
-            let members = Int(membersBefore[end] - membersBefore[first])
+            while end < items.count && items.span(end).upperBound - start <= PageCheck.runBytes { end += 1 }
+            let members = Int(check.membersBefore[end] - check.membersBefore[first])
             let valid: Bool
             if first == 0 && end == items.count {
                 // One run holds them all: the array as it is.
-                valid = check(items.array, count: end, members: members, ids: &ids, marks: &marks, idFailure: &idFailure)
+                valid = check.check(items.array, count: end, members: members, ids: &ids, marks: &marks, idFailure: &idFailure)
             } else {
                 run.removeAll(keepingCapacity: true)
                 run.append(UInt8(ascii: "["))
                 run.append(contentsOf: items.array[start..<items.span(end - 1).upperBound])
                 run.append(UInt8(ascii: "]"))
-                valid = check(run, count: end - first, members: members, ids: &ids, marks: &marks, idFailure: &idFailure)
+                valid = check.check(run, count: end - first, members: members, ids: &ids, marks: &marks, idFailure: &idFailure)
             }
-            guard valid else {
-                return try readWhole()
-            }
+            guard valid else { return try check.readWhole() }
             first = end
+            return nil
         }
-        if let idFailure { throw idFailure }
-        return Outcome(ids: ids, marks: marks, items: nil)
+
+        func outcome() throws -> Outcome {
+            if let idFailure { throw idFailure }
+            return Outcome(ids: ids, marks: marks, items: nil)
+        }
     }
 
     /// Not JSON, or an object repeats a key: parses the page as sent, so
