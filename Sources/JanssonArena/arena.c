@@ -140,11 +140,13 @@ __attribute__((noinline)) static void *np_scratch_grow(size_t need) {
     return fresh->data;
 }
 
-/* Whether `pointer` was carved in this thread's scratch scope. */
+/* Whether `pointer` lies in what `chunk` has carved so far. */
 static inline int np_in_chunk(const np_chunk *chunk, const void *pointer) {
     return (uintptr_t)pointer - (uintptr_t)chunk->data < chunk->used;
 }
 
+/* Whether `pointer` was carved from one of the chunks this thread's
+ * scratch scope has filled. */
 __attribute__((noinline)) static int np_in_scratch_full(const void *pointer) {
     for (const np_chunk *chunk = np_scratch_full; chunk; chunk = chunk->next_full)
         if (np_in_chunk(chunk, pointer)) return 1;
