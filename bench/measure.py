@@ -729,6 +729,25 @@ def cmd_report(args):
         if np_res and np_res["wall"]:
             line += "; nextpage takes %.2fx that" % (statistics.median(np_res["wall"]) / best)
         print(line)
+    print("What the workload allows (bench/lean.c: one thread reads, parses, keeps and answers each page,"
+          " nothing else; median CPU time of %s run(s)):" % args.runs)
+    for wl in ("small", "large"):
+        fl = load(args.outdir, "%s.floor.json" % wl)
+        lean = load(args.outdir, "%s.lean.json" % wl)
+        np_res = load(args.outdir, "%s.nextpage.json" % wl)
+        if not lean or not lean.get("cpu") or lean.get("failures"):
+            print("  %-6s n/a" % wl)
+            continue
+        cpu = statistics.median(lean["cpu"])
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        best = cpu / cores
+        line = "  %-6s lean C %.3f s CPU (%.3f s wall on one core)" % (wl, cpu, statistics.median(lean["wall"]))
+        if fl and fl.get("cpu_s"):
+            line += " = %.2fx jansson's" % (cpu / statistics.median(fl["cpu_s"]))
+        line += "; on %d core%s at best %.3f s" % (cores, "" if cores == 1 else "s", best)
+        if np_res and np_res["wall"]:
+            line += "; nextpage takes %.2fx that" % (statistics.median(np_res["wall"]) / best)
+        print(line)
 
     cold = {}
     for impl in ("nextpage", "naive"):
