@@ -1,11 +1,14 @@
 /* What jansson allows: the CPU time jansson needs to parse every page of a
  * workload once, with nothing else in the way.
  *
- *     floor DIR RUNS RESULT
+ *     floor DIR RUNS RESULT [--append]
  *
  * reads every *.json file in DIR into memory (not timed), then, RUNS times,
  * parses each page with json_loadb and releases it, and writes to RESULT
- * {"pages": N, "bytes": B, "cpu_s": [one CPU time per run]}.
+ * {"pages": N, "bytes": B, "cpu_s": [one CPU time per run]}. With --append,
+ * the CPU times of RESULT's earlier runs are kept ahead of this call's
+ * (scripts/bench runs the floor once per round, in turn with the programs
+ * it is compared with, so that all of them meet the same machine).
  *
  * Nothing is read, written, scanned or kept while the clock runs, and memory
  * comes from a buffer that is reset after each page, so allocation costs next
@@ -56,13 +59,25 @@ static int ends_with_json(const char *name) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: floor DIR RUNS RESULT\n");
+    int append = argc == 5 && strcmp(argv[4], "--append") == 0;
+    if (argc != 4 && !append) {
+        fprintf(stderr, "usage: floor DIR RUNS RESULT [--append]\n");
         return 2;
     }
     const char *dir = argv[1];
     int runs = atoi(argv[2]);
     if (runs < 1) runs = 1;
+
+    /* Earlier runs' CPU times, read before jansson allocates from the pool. */
+    json_t *earlier = NULL;
+    if (append) {
+        json_t *previous = json_load_file(argv[3], 0, NULL);
+        json_t *times = previous ? json_object_get(previous, "cpu_s") : NULL;
+        earlier = json_is_array(times) ? json_deep_copy(times) : json_array();
+        json_decref(previous);
+        if (!earlier) return out_of_memory();
+    }
+    size_t done = earlier ? json_array_size(earlier) : 0;
 
     DIR *d = opendir(dir);
     if (!d) {
@@ -123,6 +138,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     fprintf(out, "{\"pages\": %zu, \"bytes\": %zu, \"cpu_s\": [", count, total);
+    for (size_t i = 0; i < done; i++)
+        fprintf(out, "%s%.4f", i ? ", " : "", json_number_value(json_array_get(earlier, i)));
     for (int run = 0; run < runs; run++) {
         double start = cpu_seconds();
         for (size_t i = 0; i < count; i++) {
@@ -136,10 +153,11 @@ int main(int argc, char **argv) {
             json_decref(page);
         }
         double seconds = cpu_seconds() - start;
-        fprintf(out, "%s%.4f", run ? ", " : "", seconds);
-        printf("  jansson floor run %d/%d: %.3f s CPU (%zu pages, %.1f MB)\n", run + 1, runs, seconds, count, total / 1e6);
+        fprintf(out, "%s%.4f", done + (size_t)run ? ", " : "", seconds);
+        printf("  jansson floor run %zu: %.3f s CPU (%zu pages, %.1f MB)\n", done + (size_t)run + 1, seconds, count, total / 1e6);
     }
     fprintf(out, "]}\n");
+    json_decref(earlier);
     fclose(out);
     return 0;
 }
