@@ -287,6 +287,11 @@ final class MCPTests: EndToEndTestCase {
         try expectMatch(server.reply("6"), rpcError(6, #"{"code": -32602, "message": "<string>", "data": {"field": "_meta.io.modelcontextprotocol/clientCapabilities", "expected": "<string>"}}"#))
         try server.request("7", "resources/read", #"{"uri": "nextpage://collections/nope", \#(Self.modernMeta)}"#)
         try expectMatch(server.reply("7"), rpcError(7, #"{"code": -32602, "message": "<string>", "data": {"field": "uri", "expected": "<string>"}}"#))
+        // A notification's method sent with an id is answered: complete with the envelope, null without it.
+        try server.request("8", "notifications/roots/list_changed", "{\(Self.modernMeta)}")
+        try expectMatch(server.reply("8"), rpcResult(8, #"{"resultType": "complete", "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "nextpage", "version": "<string>"}}}"#))
+        try server.request("9", "notifications/roots/list_changed", "{}")
+        try expectMatch(server.reply("9"), #"{"jsonrpc":"2.0","id":9,"result":null}"#)
         server.closeInput()
         try server.finish()
     }

@@ -46,7 +46,12 @@ public final class MCPAdapter: RefusingRPCHandler {
         if method.hasPrefix("notifications/") {
             // What a client tells (initialized, roots changed, ...): nothing to do.
             // Cancellation is the connection's (`notifications/cancelled`).
-            return { @Sendable in .null }
+            // Sent with an id it is answered: with the 2026-07-28 envelope as
+            // every result of that revision is (complete), else with null.
+            let era = request.id == nil ? nil : try? session.era(of: request.params)
+            guard case .modern = era else { return { @Sendable in .null } }
+            let result = decorate(.object([]), era: era)
+            return { @Sendable in result }
         }
         switch method {
         case "initialize":
