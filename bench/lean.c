@@ -30,24 +30,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-static unsigned char *pool;
-static size_t pool_used, pool_size;
-
-/* Carves from the pool; falls back to malloc if a page needs more. */
-static void *pool_malloc(size_t size) {
-    size_t need = (size + 15) & ~(size_t)15;
-    if (pool_size - pool_used >= need) {
-        void *p = pool + pool_used;
-        pool_used += need;
-        return p;
-    }
-    return malloc(size);
-}
-
-static void pool_free(void *p) {
-    if ((unsigned char *)p >= pool && (unsigned char *)p < pool + pool_size) return;
-    free(p);
-}
+#include "pool.h"
 
 static int fail(const char *what) {
     fprintf(stderr, "lean: %s: %s\n", what, strerror(errno));

@@ -711,6 +711,15 @@ def cmd_report(args):
         print("(peak RSS via %s)" % ", ".join(sorted(methods)))
 
     print()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+    def at_best(cpu):
+        """A one-thread CPU time spread over the bench's cores, and that bound."""
+        return "on %d core%s at best %.3f s" % (cores, "" if cores == 1 else "s", cpu / cores), cpu / cores
+
+    def nextpage_takes(best, np_res):
+        return "; nextpage takes %.2fx that" % (statistics.median(np_res["wall"]) / best) if np_res and np_res["wall"] else ""
+
     print("What jansson allows (bench/floor.c: each page parsed once with json_loadb, CPU time alone,"
           " nothing read, written or kept, allocation next to free; median of %s run(s)):" % args.runs)
     for wl in ("small", "large"):
@@ -721,14 +730,11 @@ def cmd_report(args):
             print("  %-6s n/a" % wl)
             continue
         cpu = statistics.median(fl["cpu_s"])
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        best = cpu / cores
-        line = "  %-6s jansson %.3f s CPU; on %d core%s at best %.3f s" % (wl, cpu, cores, "" if cores == 1 else "s", best)
+        bound, best = at_best(cpu)
+        line = "  %-6s jansson %.3f s CPU; %s" % (wl, cpu, bound)
         if nv_res and nv_res["wall"]:
             line += " = %.2f of naive" % (best / statistics.median(nv_res["wall"]))
-        if np_res and np_res["wall"]:
-            line += "; nextpage takes %.2fx that" % (statistics.median(np_res["wall"]) / best)
-        print(line)
+        print(line + nextpage_takes(best, np_res))
     print("What the workload allows (bench/lean.c: one thread reads, parses, keeps and answers each page,"
           " nothing else; median CPU time of %s run(s)):" % args.runs)
     for wl in ("small", "large"):
@@ -739,15 +745,11 @@ def cmd_report(args):
             print("  %-6s n/a" % wl)
             continue
         cpu = statistics.median(lean["cpu"])
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        best = cpu / cores
+        bound, best = at_best(cpu)
         line = "  %-6s lean C %.3f s CPU (%.3f s wall on one core)" % (wl, cpu, statistics.median(lean["wall"]))
         if fl and fl.get("cpu_s"):
             line += " = %.2fx jansson's" % (cpu / statistics.median(fl["cpu_s"]))
-        line += "; on %d core%s at best %.3f s" % (cores, "" if cores == 1 else "s", best)
-        if np_res and np_res["wall"]:
-            line += "; nextpage takes %.2fx that" % (statistics.median(np_res["wall"]) / best)
-        print(line)
+        print(line + "; " + bound + nextpage_takes(best, np_res))
 
     cold = {}
     for impl in ("nextpage", "naive"):
@@ -770,7 +772,6 @@ def cmd_report(args):
         np_res = load(args.outdir, "%s.nextpage.json" % wl)
         value = None
         if fl and fl.get("cpu_s") and np_res and np_res["wall"]:
-            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
             value = statistics.median(np_res["wall"]) / (statistics.median(fl["cpu_s"]) / max(1, min(cores, 2)))
         checks.append(("file %s / jansson 2-core floor <= %.2f" % (wl, limit), value, limit, ".2f"))
 
